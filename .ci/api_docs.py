@@ -2,21 +2,22 @@
 
   .venv/bin/python .ci/api_docs.py [--min=PERCENT] [--list]
 
-The public API is what each package exports: the names in ``jaxpapers.<package>.__all__`` (or,
-without one, its public attributes defined inside jaxpapers), and for an exported class its
-public methods and ``__init__`` defined in jaxpapers. For each such function it checks
+The public API is what each package exports: the names in
+``jaxpapers.<package>.__all__`` (or, without one, its public attributes defined
+inside jaxpapers), and for an exported class its public methods and ``__init__``
+defined in jaxpapers. For each such function it checks
 
-* ``Args:`` in the docstring, when the function takes a parameter other than self/cls (for a
-  constructor a dataclass generated, the class's ``Attributes:`` section counts: its fields are
-  the arguments);
-* ``Returns:`` (or ``Yields:``) in the docstring, when the return annotation is not ``None``
-  (properties and ``__init__`` are exempt);
-* type hints on every parameter (other than self/cls, ``*args`` and ``**kwargs``) and on the
-  return (``__init__`` exempt).
+* ``Args:`` in the docstring, when the function takes a parameter other than
+  self/cls (for a constructor a dataclass generated, the class's ``Attributes:``
+  section counts: its fields are the arguments);
+* ``Returns:`` (or ``Yields:``) in the docstring, when the return annotation is
+  not ``None`` (properties and ``__init__`` are exempt);
+* type hints on every parameter (other than self/cls, ``*args`` and
+  ``**kwargs``) and on the return (``__init__`` exempt).
 
-It prints one line per package and the totals, and exits non-zero when a total falls below
-``--min`` (CI passes the current floor, so coverage can only rise). ``--list`` names every
-function that misses something.
+It prints one line per package and the totals, and exits non-zero when a total
+falls below ``--min`` (CI passes the current floor, so coverage can only rise).
+``--list`` names every function that misses something.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import pkgutil
 import sys
 from collections.abc import Callable, Iterator
 
-# The checkout this script belongs to, not whichever jaxpapers is installed: Python puts .ci/
-# (not the repository) first on the path when the script runs.
+# The checkout this script belongs to, not whichever jaxpapers is installed:
+# Python puts .ci/ (not the repository) first on the path when the script runs.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 import jaxpapers
 
@@ -45,32 +46,44 @@ def _exported(module) -> Iterator[tuple[str, object]]:
   for name in names:
     obj = getattr(module, name, None)
     owner = getattr(obj, "__module__", "") or ""
-    if owner.startswith("jaxpapers") and (inspect.isfunction(obj) or inspect.isclass(obj)):
+    if owner.startswith("jaxpapers") and (
+      inspect.isfunction(obj) or inspect.isclass(obj)
+    ):
       yield name, obj
 
 
 def _functions(module) -> Iterator[tuple[str, Callable, str, tuple[str, ...]]]:
-  """(qualified name, function, docstring, the sections that document its arguments) of each
-  public function and method. A constructor without a docstring of its own is documented by its
-  class's; when a dataclass generated it, its arguments are the fields, so the class's
-  ``Attributes:`` section documents them as well as an ``Args:`` one would."""
+  """(qualified name, function, docstring, the sections that document its
+  arguments) of each public function and method. A constructor without a
+  docstring of its own is documented by its class's; when a dataclass generated
+  it, its arguments are the fields, so the class's ``Attributes:`` section
+  documents them as well as an ``Args:`` one would."""
   for name, obj in _exported(module):
     if inspect.isfunction(obj):
       yield name, obj, inspect.getdoc(obj) or "", ("Args:",)
       continue
     for attr, member in vars(obj).items():
-      if (attr.startswith("_") and attr != "__init__") or isinstance(member, property):
+      if (attr.startswith("_") and attr != "__init__") or isinstance(
+        member, property
+      ):
         continue
       if isinstance(member, staticmethod | classmethod):
         member = member.__func__
-      if inspect.isfunction(member) and member.__module__.startswith("jaxpapers"):
+      if inspect.isfunction(member) and member.__module__.startswith(
+        "jaxpapers"
+      ):
         sections = ("Args:",)
-        if attr == "__init__" and member.__doc__ is None and obj.__doc__ is not None:
+        if (
+          attr == "__init__"
+          and member.__doc__ is None
+          and obj.__doc__ is not None
+        ):
           doc = inspect.cleandoc(obj.__doc__)
           if dataclasses.is_dataclass(obj):
             sections = ("Args:", "Attributes:")
         else:
-          doc = inspect.getdoc(member) or ""  # inherited from a base class where it has none
+          # inherited from a base class where it has none
+          doc = inspect.getdoc(member) or ""
         yield f"{name}.{attr}", member, doc, sections
 
 
@@ -85,13 +98,18 @@ def _check(
   params = [
     p
     for p in sig.parameters.values()
-    if p.name not in ("self", "cls") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    if p.name not in ("self", "cls")
+    and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
   ]
   is_init = fn.__name__ == "__init__"
   returns_none = sig.return_annotation in (None, "None")
   out: dict[str, bool | None] = {}
   out["args"] = any(s in doc for s in sections) if params else None
-  out["returns"] = None if (is_init or returns_none) else ("Returns:" in doc or "Yields:" in doc)
+  out["returns"] = (
+    None
+    if (is_init or returns_none)
+    else ("Returns:" in doc or "Yields:" in doc)
+  )
   hinted = all(p.annotation is not p.empty for p in params)
   if not is_init:
     hinted = hinted and sig.return_annotation is not sig.empty
@@ -109,12 +127,18 @@ def packages() -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--min", type=float, default=0.0, help="floor (percent) for each total")
-  parser.add_argument("--list", action="store_true", help="name every function that misses one")
+  parser.add_argument(
+    "--min", type=float, default=0.0, help=("floor (percent) for each total")
+  )
+  parser.add_argument(
+    "--list", action="store_true", help=("name every function that misses one")
+  )
   args = parser.parse_args(argv)
   totals = {c: [0, 0] for c in CHECKS}
   misses = []
-  print(f"{'package':32s} {'functions':>9s} " + " ".join(f"{c:>8s}" for c in CHECKS))
+  print(
+    f"{'package':32s} {'functions':>9s} " + " ".join(f"{c:>8s}" for c in CHECKS)
+  )
   for pkg in packages():
     module = importlib.import_module(pkg)
     counts = {c: [0, 0] for c in CHECKS}

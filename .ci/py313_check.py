@@ -9,10 +9,10 @@ virtual environment made by .ci/run):
    modules that define absl flags (the experiment binaries) each get a fresh
    process, since their flags would collide in one.
 2. Executes every notebook in ``colab/`` on its smoke setting with this
-   interpreter as the kernel (``tests/notebook_util.py``), two at a time, each in
-   its own process. This is where CI runs the notebooks: the default test command
-   leaves them out (they are its ``notebook``-marked tests), so each runs once,
-   on Colab's Python.
+   interpreter as the kernel (``tests/notebook_util.py``), two at a time, each
+   in its own process. This is where CI runs the notebooks: the default test
+   command leaves them out (they are its ``notebook``-marked tests), so each
+   runs once, on Colab's Python.
 
 Exits non-zero on the first failure, naming what failed.
 """
@@ -32,7 +32,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("jaxpapers", "experiments")
-# The public packages named in the README, imported first so that a failure names one of them.
+# The public packages named in the README, imported first so that a failure
+# names one of them.
 PUBLIC = tuple(
   f"jaxpapers.{name}"
   for name in (
@@ -91,7 +92,9 @@ def check_imports() -> None:
   for name, result in zip(isolated, results, strict=True):
     if result.returncode != 0:
       sys.stderr.write(result.stderr)
-      raise SystemExit(f"import {name} failed on Python {sys.version.split()[0]}")
+      raise SystemExit(
+        f"import {name} failed on Python {sys.version.split()[0]}"
+      )
     count += 1
   print(
     f"imports: {count} modules ({len(isolated)} in their own process) "
@@ -100,23 +103,35 @@ def check_imports() -> None:
   )
 
 
-def _run_one_notebook(path: pathlib.Path) -> tuple[pathlib.Path, float, str | None]:
-  """Executes one notebook in its own process; returns (path, seconds, error or None)."""
+def _run_one_notebook(
+  path: pathlib.Path,
+) -> tuple[pathlib.Path, float, str | None]:
+  """Executes one notebook in its own process; returns (path, seconds, error or
+  None)."""
   start = time.perf_counter()
   code = (
     "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from tests.notebook_util import run_notebook; run_notebook(sys.argv[2], timeout=600)"
+    "from tests.notebook_util import run_notebook; run_notebook(sys.argv[2], "
+    "timeout=600)"
   )
   result = subprocess.run(
-    [sys.executable, "-c", code, str(ROOT), str(path)], cwd=ROOT, capture_output=True, text=True
+    [sys.executable, "-c", code, str(ROOT), str(path)],
+    cwd=ROOT,
+    capture_output=True,
+    text=True,
   )
-  error = None if result.returncode == 0 else (result.stderr or result.stdout)[-20000:]
+  error = (
+    None
+    if result.returncode == 0
+    else (result.stderr or result.stdout)[-20000:]
+  )
   return path, time.perf_counter() - start, error
 
 
 def check_notebooks(workers: int = 2) -> None:
-  # As in the test suite (tests/conftest.py): the smoke settings are compile-bound. The
-  # environment carries the flag into each notebook's process and its kernel.
+  # As in the test suite (tests/conftest.py): the smoke settings are
+  # compile-bound. The environment carries the flag into each notebook's process
+  # and its kernel.
   sys.path.insert(0, str(ROOT))
   from tests.xla_flags import fast_compile
 
@@ -125,8 +140,8 @@ def check_notebooks(workers: int = 2) -> None:
   if not notebooks:
     raise SystemExit("no notebooks found in colab/")
   start = time.perf_counter()
-  # One process per notebook (a kernel each), `workers` at a time: the notebooks are independent
-  # and each is mostly one core's worth of XLA compilation.
+  # One process per notebook (a kernel each), `workers` at a time: the notebooks
+  # are independent and each is mostly one core's worth of XLA compilation.
   pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
   try:
     for future in [pool.submit(_run_one_notebook, path) for path in notebooks]:
@@ -138,19 +153,28 @@ def check_notebooks(workers: int = 2) -> None:
   finally:  # on a failure, the notebooks not yet started are not started
     pool.shutdown(wait=True, cancel_futures=True)
   print(
-    f"notebooks: {len(notebooks)} in {time.perf_counter() - start:.1f} s ({workers} at a time)",
+    (
+      f"notebooks: {len(notebooks)} in {time.perf_counter() - start:.1f} s "
+      f"({workers} at a time)"
+    ),
     flush=True,
   )
 
 
 def main() -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--min-python", default="3.13", help="fail on an older interpreter")
-  parser.add_argument("--no-notebooks", action="store_true", help="only check imports")
+  parser.add_argument(
+    "--min-python", default="3.13", help=("fail on an older interpreter")
+  )
+  parser.add_argument(
+    "--no-notebooks", action="store_true", help=("only check imports")
+  )
   args = parser.parse_args()
   wanted = tuple(int(p) for p in args.min_python.split("."))
   if sys.version_info[: len(wanted)] < wanted:
-    raise SystemExit(f"Python {args.min_python}+ expected, this is {sys.version.split()[0]}")
+    raise SystemExit(
+      f"Python {args.min_python}+ expected, this is {sys.version.split()[0]}"
+    )
   print(f"Python {sys.version.split()[0]} at {sys.executable}", flush=True)
   check_imports()
   if not args.no_notebooks:

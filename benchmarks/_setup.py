@@ -1,8 +1,10 @@
-"""Shared set-up of the benchmarks: experiment settings read from their config files.
+"""Shared set-up of the benchmarks: experiment settings read from their config
+files.
 
-A benchmark measures at an experiment's setting (its buckets, sizes, data generator
-arguments), so it reads the experiment's ``configs/<name>.py`` the way ``--config=<path>``
-does: as a file with ``get_config()``, not as an imported module of the experiment code.
+A benchmark measures at an experiment's setting (its buckets, sizes, data
+generator arguments), so it reads the experiment's ``configs/<name>.py`` the way
+``--config=<path>`` does: as a file with ``get_config()``, not as an imported
+module of the experiment code.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import ml_collections
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def experiment_config(paper: str, name: str = "default") -> ml_collections.ConfigDict:
-  """``get_config()`` of ``experiments/<paper>/configs/<name>.py``, read from its file.
+def experiment_config(
+  paper: str, name: str = "default"
+) -> ml_collections.ConfigDict:
+  """``get_config()`` of ``experiments/<paper>/configs/<name>.py``, read from
+  its file.
 
   Args:
     paper: the experiment's folder name, e.g. ``"bayes_memory"``.
@@ -31,9 +36,12 @@ def experiment_config(paper: str, name: str = "default") -> ml_collections.Confi
   path = ROOT / "experiments" / paper / "configs" / f"{name}.py"
   if not path.is_file():
     raise FileNotFoundError(
-      f"no config file {path.relative_to(ROOT)} (paper={paper!r}, name={name!r})"
+      f"no config file {path.relative_to(ROOT)} (paper={paper!r}, "
+      f"name={name!r})"
     )
-  spec = importlib.util.spec_from_file_location(f"benchmark_config_{paper}_{name}", path)
+  spec = importlib.util.spec_from_file_location(
+    f"benchmark_config_{paper}_{name}", path
+  )
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module.get_config()
@@ -47,8 +55,11 @@ def bayes_memory_lm(c: ml_collections.ConfigDict):
   return bm.load_model(c.model, seed=c.seed)
 
 
-def bayes_memory_dialogues(c: ml_collections.ConfigDict, seed: int, n_dialogues: int):
-  """Data seed ``seed``'s first ``n_dialogues`` generated dialogues of a bayes_memory config."""
+def bayes_memory_dialogues(
+  c: ml_collections.ConfigDict, seed: int, n_dialogues: int
+):
+  """Data seed ``seed``'s first ``n_dialogues`` generated dialogues of a
+  bayes_memory config."""
   from jaxpapers import bayes_memory as bm
 
   return bm.make_preference_dialogues(
@@ -64,16 +75,24 @@ def bayes_memory_dialogues(c: ml_collections.ConfigDict, seed: int, n_dialogues:
 
 
 def panda_dataset(c: ml_collections.ConfigDict, name: str):
-  """Dataset ``name`` as a PANDA config loads it (:func:`jaxpapers.panda.load_dataset`).
+  """Dataset ``name`` as a PANDA config loads it
+  (:func:`jaxpapers.panda.load_dataset`).
 
-  A generated set (``'synthetic-...'``) needs no data folder; a real one is read from
-  ``c.data_dir`` (or ``$JAXPAPERS_DATA_DIR``, or ``../shared/data``), which must exist.
+  A generated set (``'synthetic-...'``) needs no data folder; a real one is read
+  from ``c.data_dir`` (or ``$JAXPAPERS_DATA_DIR``, or ``../shared/data``), which
+  must exist.
   """
   from jaxpapers import core, panda
 
   root = None
   if not name.startswith("synthetic-"):
-    root = core.resolve_data_dir(c.data_dir or None, subdir="hypergraph", required=True)
+    root = core.resolve_data_dir(
+      c.data_dir or None, subdir="hypergraph", required=True
+    )
   return panda.load_dataset(
-    name, root, num_splits=c.num_splits, seed=c.seed, max_features=c.max_features
+    name,
+    root,
+    num_splits=c.num_splits,
+    seed=c.seed,
+    max_features=c.max_features,
   )

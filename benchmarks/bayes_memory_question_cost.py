@@ -1,19 +1,23 @@
-"""Process time of one question of the greedy experiment (SmolLM2, shared-prompt scoring).
+"""Process time of one question of the greedy experiment (SmolLM2, shared-prompt
+scoring).
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
   python -m benchmarks.bayes_memory_question_cost [--quick] [--tiny] --groups=2
 
-Scores ``--groups`` scoring groups of ``configs/greedy.py`` with shared-prompt scoring as the
-experiment does, through the library's functions: every question's y and y' in the contexts
-none, placebo, each turn, all turns as prefix trees (``bm.dialogue_rows``,
-``bm.score_rows_shared``); the pooled features (``bm.pooled_text_features``); the greedy turn
-sets (``bm.greedy_select``), one bucketed row batch per greedy step (``bm.subset_rows``,
-``bm.score_rows_bucketed``). It starts at dialogue ``--first`` in the experiment's
-dialogue-major order and records per group the process time (CPU seconds of this process, all
-threads; single-threaded XLA above) split into the three phases, the jit traces (one per
-compilation) and the questions scored. The first group pays the compilations; later groups
-show the steady cost and any recompilation (tree level shapes change with the rows).
-``--quick``: the smoke config's tiny random LM (``--tiny``), two groups from dialogue 0.
+Scores ``--groups`` scoring groups of ``configs/greedy.py`` with shared-prompt
+scoring as the experiment does, through the library's functions: every
+question's y and y' in the contexts none, placebo, each turn, all turns as
+prefix trees (``bm.dialogue_rows``, ``bm.score_rows_shared``); the pooled
+features (``bm.pooled_text_features``); the greedy turn sets
+(``bm.greedy_select``), one bucketed row batch per greedy step
+(``bm.subset_rows``, ``bm.score_rows_bucketed``). It starts at dialogue
+``--first`` in the experiment's dialogue-major order and records per group the
+process time (CPU seconds of this process, all threads; single-threaded XLA
+above) split into the three phases, the jit traces (one per compilation) and the
+questions scored. The first group pays the compilations; later groups show the
+steady cost and any recompilation (tree level shapes change with the rows).
+``--quick``: the smoke config's tiny random LM (``--tiny``), two groups from
+dialogue 0.
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ import time
 import jax
 import numpy as np
 
-from benchmarks._setup import bayes_memory_dialogues, bayes_memory_lm, experiment_config
+from benchmarks._setup import (
+  bayes_memory_dialogues,
+  bayes_memory_lm,
+  experiment_config,
+)
 from jaxpapers import bayes_memory as bm
 from jaxpapers.core import benchmark as bench
 
@@ -35,10 +43,12 @@ TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 
 
 def score_group(ds, params, cfg, tok, fn, c, clock):
-  """The LM evidence of one scoring group: shared-prompt rows, pooled features, greedy sets.
+  """The LM evidence of one scoring group: shared-prompt rows, pooled features,
+  greedy sets.
 
-  ``clock(name)`` is a context manager that times a phase. Returns the log-probs of the rows
-  (one dict per dialogue: ``(question, kind) -> [columns]``) and the greedy selections.
+  ``clock(name)`` is a context manager that times a phase. Returns the log-probs
+  of the rows (one dict per dialogue: ``(question, kind) -> [columns]``) and the
+  greedy selections.
   """
   big = max(c.buckets)
   rows, where, owner = [], [], []
@@ -50,7 +60,12 @@ def score_group(ds, params, cfg, tok, fn, c, clock):
   keys = [((o, col), qi) for o, (qi, _, col) in zip(owner, where)]
   with clock("prefix_trees"):
     lp, _ = bm.score_rows_shared(
-      params, rows, keys, config=cfg, max_targets=c.max_targets, buckets=c.buckets
+      params,
+      rows,
+      keys,
+      config=cfg,
+      max_targets=c.max_targets,
+      buckets=c.buckets,
     )
   table = [collections.defaultdict(dict) for _ in ds]
   for v, o, (qi, kind, col) in zip(lp, owner, where):
@@ -58,12 +73,15 @@ def score_group(ds, params, cfg, tok, fn, c, clock):
   with clock("features"):
     for d in ds:
       texts = list(d.turns) + [q.x for q in d.queries]
-      bm.pooled_text_features(params, texts, tok, config=cfg, max_len=c.feature_len)
+      bm.pooled_text_features(
+        params, texts, tok, config=cfg, max_len=c.feature_len
+      )
   if c.greedy_k <= 0:
     return table, []
   qs = [(g, qi) for g, d in enumerate(ds) for qi in range(len(d.queries))]
 
-  def score(requests):  # [(group question, kind, subset)]: one bucketed batch for the sets > 1
+  # [(group question, kind, subset)]: one bucketed batch for the sets > 1
+  def score(requests):
     out = np.full(len(requests), np.nan)
     todo = []
     for r, (q, kind, sub) in enumerate(requests):
@@ -75,7 +93,9 @@ def score_group(ds, params, cfg, tok, fn, c, clock):
     if todo:
       reqs = [requests[r] for r in todo]
       sub_rows = [
-        bm.subset_rows(ds[qs[q][0]], tok, [(qs[q][1], kind, sub)], max_len=big)[0]
+        bm.subset_rows(ds[qs[q][0]], tok, [(qs[q][1], kind, sub)], max_len=big)[
+          0
+        ]
         for q, kind, sub in reqs
       ]
       with clock("greedy_rows"):
@@ -86,7 +106,10 @@ def score_group(ds, params, cfg, tok, fn, c, clock):
 
   turns = [len(ds[g].turns) for g, _ in qs]
   sel = bm.greedy_select(
-    lambda reqs: score([(q, "y", sub) for q, sub in reqs]), turns, k_max=c.greedy_k, tau=c.tau
+    lambda reqs: score([(q, "y", sub) for q, sub in reqs]),
+    turns,
+    k_max=c.greedy_k,
+    tau=c.tau,
   )
   score([(q, "alt", tuple(sorted(s.selected))) for q, s in enumerate(sel)])
   return table, sel
@@ -94,9 +117,13 @@ def score_group(ds, params, cfg, tok, fn, c, clock):
 
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
-  p.add_argument("--tiny", action="store_true", help="the smoke config's tiny random LM")
+  p.add_argument(
+    "--tiny", action="store_true", help=("the smoke config's tiny random LM")
+  )
   p.add_argument("--groups", type=int, default=2)
-  p.add_argument("--first", type=int, default=16, help="first dialogue index of each seed")
+  p.add_argument(
+    "--first", type=int, default=16, help=("first dialogue index of each seed")
+  )
   return p.parse_args(argv)
 
 
@@ -157,9 +184,17 @@ def main(argv=None):
     )
     print(groups[-1], flush=True)
   jax.monitoring.unregister_event_duration_listener(listener)
-  config = f"experiments/bayes_memory/configs/{'smoke' if tiny else 'greedy'}.py, scoring=shared"
+  config = (
+    f"experiments/bayes_memory/configs/{'smoke' if tiny else 'greedy'}.py, "
+    "scoring=shared"
+  )
   rows = [
-    dict(case=f"group {j}", config=config, xla_flags=os.environ.get("XLA_FLAGS", ""), **g)
+    dict(
+      case=f"group {j}",
+      config=config,
+      xla_flags=os.environ.get("XLA_FLAGS", ""),
+      **g,
+    )
     for j, g in enumerate(groups)
   ]
   summary = []
@@ -167,7 +202,8 @@ def main(argv=None):
     summary.append(
       bench.summary(
         "process CPU time per question: first group (compiles) / last group",
-        groups[0]["process_s_per_question"] / groups[-1]["process_s_per_question"],
+        groups[0]["process_s_per_question"]
+        / groups[-1]["process_s_per_question"],
         ">= 1",
         note=f"{config}; the last group's jit traces: {groups[-1]['n_traces']}",
       )

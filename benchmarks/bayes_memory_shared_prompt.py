@@ -1,23 +1,27 @@
-"""Shared-prompt scoring vs the row path on the bayes_memory experiment's rows, side by side.
+"""Shared-prompt scoring vs the row path on the bayes_memory experiment's rows,
+side by side.
 
   python -m benchmarks.bayes_memory_shared_prompt [--quick] [--tiny] --dialogues=6 --repeats=2
 
-The rows are those of the default config's first ``--dialogues`` dialogues of seed 0 (one
-scoring group: every question's reference y and contrast y' in the contexts no memory, placebo,
-each turn alone, all turns). Two ways to get the same log-probs, in one process:
+The rows are those of the default config's first ``--dialogues`` dialogues of
+seed 0 (one scoring group: every question's reference y and contrast y' in the
+contexts no memory, placebo, each turn alone, all turns). Two ways to get the
+same log-probs, in one process:
 
-* rows: ``bm.score_rows_bucketed`` (the experiment's row path): every row run in full, right-padded into
-  the length buckets, ``batch_tokens`` per forward;
-* shared: ``bm.score_rows_shared`` with keys ((dialogue, context), question): one prefix tree
-  per length bucket, the memory block run once for the dialogue's questions and each prompt
-  once for y and y'.
+* rows: ``bm.score_rows_bucketed`` (the experiment's row path): every row run in
+  full, right-padded into the length buckets, ``batch_tokens`` per forward;
+* shared: ``bm.score_rows_shared`` with keys ((dialogue, context), question):
+  one prefix tree per length bucket, the memory block run once for the
+  dialogue's questions and each prompt once for y and y'.
 
-Each path is called once to compile (timed separately), then the two alternate ``--repeats``
-times (alternating evens out the load of a shared machine); the JSON records the median times,
-the speed-up, the real and padded token counts and the largest difference of the log-probs.
-``--quick`` scores 2 dialogues with the smoke config's tiny random LM (``--tiny``), once.
+Each path is called once to compile (timed separately), then the two alternate
+``--repeats`` times (alternating evens out the load of a shared machine); the
+JSON records the median times, the speed-up, the real and padded token counts
+and the largest difference of the log-probs. ``--quick`` scores 2 dialogues with
+the smoke config's tiny random LM (``--tiny``), once.
 
-The rows come from ``bm.dialogue_rows``, the row builder the experiment scores with.
+The rows come from ``bm.dialogue_rows``, the row builder the experiment scores
+with.
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ import time
 
 import numpy as np
 
-from benchmarks._setup import bayes_memory_dialogues, bayes_memory_lm, experiment_config
+from benchmarks._setup import (
+  bayes_memory_dialogues,
+  bayes_memory_lm,
+  experiment_config,
+)
 from jaxpapers import bayes_memory as bm
 from jaxpapers.core import benchmark as bench
 
@@ -35,7 +43,9 @@ NAME = "bayes_memory_shared_prompt"
 
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
-  p.add_argument("--tiny", action="store_true", help="the smoke config's tiny random LM")
+  p.add_argument(
+    "--tiny", action="store_true", help=("the smoke config's tiny random LM")
+  )
   p.add_argument("--dialogues", type=int, default=6)
   p.add_argument("--repeats", type=int, default=2)
   return p.parse_args(argv)
@@ -59,11 +69,18 @@ def main(argv=None):
   fn = bm.make_logprob_fn(params, cfg, max_targets=c.max_targets)
 
   def run_rows():
-    return bm.score_rows_bucketed(fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens)
+    return bm.score_rows_bucketed(
+      fn, rows, buckets=c.buckets, batch_tokens=c.batch_tokens
+    )
 
   def run_shared():
     return bm.score_rows_shared(
-      params, rows, keys, config=cfg, max_targets=c.max_targets, buckets=c.buckets
+      params,
+      rows,
+      keys,
+      config=cfg,
+      max_targets=c.max_targets,
+      buckets=c.buckets,
     )
 
   paths = {"rows": run_rows, "shared": run_shared}
@@ -96,7 +113,9 @@ def main(argv=None):
     times_s=times,
     median_s=med,
     max_abs_diff_logprob=float(np.abs(lp_rows - lp_shared).max()),
-    max_rel_diff_logprob=float(np.max(np.abs(lp_rows - lp_shared) / np.abs(lp_rows))),
+    max_rel_diff_logprob=float(
+      np.max(np.abs(lp_rows - lp_shared) / np.abs(lp_rows))
+    ),
   )
   summary = [
     bench.summary(

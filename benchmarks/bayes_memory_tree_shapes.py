@@ -1,21 +1,25 @@
-"""Recompilations and padding of shared-prompt scoring on the greedy run's groups (host only).
+"""Recompilations and padding of shared-prompt scoring on the greedy run's
+groups (host only).
 
   python -m benchmarks.bayes_memory_tree_shapes [--quick]
 
-No forward pass: builds, for the scoring groups of the 204-question greedy run that were scored
-with shared-prompt scoring (dialogues 16-33 of seeds 0-2, 6 per group, dialogue-major), the
-prefix trees of ``bm.score_rows_shared`` and counts their distinct level shapes (one compilation
-of the tree forward each) and their padded tokens (the forward's cost), with the level sizes
-rounded as now (multiples of 8) or to a geometric ladder (steps of a half or a quarter of the
-power of two below the size). Also counts the padding of the greedy steps' rows (every 2- and
-3-turn subset of each question, y) in the configured row buckets and in finer ones.
-``--quick``: 4 dialogues per seed from dialogue 0, with a word tokenizer (no model load).
+No forward pass: builds, for the scoring groups of the 204-question greedy run
+that were scored with shared-prompt scoring (dialogues 16-33 of seeds 0-2, 6 per
+group, dialogue-major), the prefix trees of ``bm.score_rows_shared`` and counts
+their distinct level shapes (one compilation of the tree forward each) and their
+padded tokens (the forward's cost), with the level sizes rounded as now
+(multiples of 8) or to a geometric ladder (steps of a half or a quarter of the
+power of two below the size). Also counts the padding of the greedy steps' rows
+(every 2- and 3-turn subset of each question, y) in the configured row buckets
+and in finer ones. ``--quick``: 4 dialogues per seed from dialogue 0, with a
+word tokenizer (no model load).
 
 A what-if study on the public functions: it groups the rows by length bucket as
-``bm.score_rows_shared`` does, builds each bucket's tree with ``bm.build_prefix_tree`` unpadded
-(``row_multiple = len_multiple = 1``: the exact level sizes) and rounds those sizes by each
-rule, which gives the shapes and padding the padded trees would have. Rows come from
-``bm.dialogue_rows``. It has no target, so its record has no summary entries.
+``bm.score_rows_shared`` does, builds each bucket's tree with
+``bm.build_prefix_tree`` unpadded (``row_multiple = len_multiple = 1``: the
+exact level sizes) and rounds those sizes by each rule, which gives the shapes
+and padding the padded trees would have. Rows come from ``bm.dialogue_rows``. It
+has no target, so its record has no summary entries.
 """
 
 from __future__ import annotations
@@ -49,7 +53,8 @@ def _ladder(frac_bits):
 
 def exact_trees(rows, keys, buckets):
   """Unpadded prefix trees of ``rows``, one per length bucket, grouped as in
-  ``bm.score_rows_shared`` (level-0 groups stay whole, in the bucket of their longest row)."""
+  ``bm.score_rows_shared`` (level-0 groups stay whole, in the bucket of their
+  longest row)."""
   bounds = sorted(buckets)
   top: dict = {}
   for r in range(len(rows)):
@@ -60,7 +65,10 @@ def exact_trees(rows, keys, buckets):
     groups.setdefault(next(b for b in bounds if b >= n), []).extend(members)
   return [
     bm.build_prefix_tree(
-      [rows[i] for i in idx], [keys[i] for i in idx], row_multiple=1, len_multiple=1
+      [rows[i] for i in idx],
+      [keys[i] for i in idx],
+      row_multiple=1,
+      len_multiple=1,
     )
     for _, idx in sorted(groups.items())
   ]
@@ -93,7 +101,8 @@ def main(argv=None):
       rows += r
       keys += [((g, col), qi) for qi, _, col in where]
     trees_of_groups.append(exact_trees(rows, keys, c.buckets))
-  # Exact (unpadded) level sizes of every tree: [(rows, segment length)] per level.
+  # Exact (unpadded) level sizes of every tree: [(rows, segment length)] per
+  # level.
   exact = [[np.shape(x) for x in t.ids] for ts in trees_of_groups for t in ts]
   real = sum(t.real_tokens for ts in trees_of_groups for t in ts)
   trees = {}
@@ -102,7 +111,9 @@ def main(argv=None):
     ("ladder_half", _ladder(1)),
     ("ladder_quarter", _ladder(2)),
   ):
-    shapes = [tuple((rnd(N, 8), rnd(L, 8)) for N, L in levels) for levels in exact]
+    shapes = [
+      tuple((rnd(N, 8), rnd(L, 8)) for N, L in levels) for levels in exact
+    ]
     trees[name] = dict(
       trees=len(shapes),
       distinct_shapes=len(set(shapes)),
@@ -117,15 +128,21 @@ def main(argv=None):
     for q in d.queries:
       for k in (2, 3):
         for sub in itertools.combinations(range(len(d.turns)), k):
-          _, attn, _ = bm.encode_rows(tok, [[d.turns[t] for t in sub]], q.x, q.y, max_len=256)
+          _, attn, _ = bm.encode_rows(
+            tok, [[d.turns[t] for t in sub]], q.x, q.y, max_len=256
+          )
           lengths[k].append(int(attn.sum()))
   rows_padding = {}
-  for buckets in (tuple(c.buckets), (56, 64, 72, 80, 88, 96, 104, 112, 128, 160)):
+  for buckets in (
+    tuple(c.buckets),
+    (56, 64, 72, 80, 88, 96, 104, 112, 128, 160),
+  ):
     for k, ls in lengths.items():
       ls = np.asarray(ls)
       padded = np.asarray([next(b for b in buckets if b >= x) for x in ls])
       rows_padding[f"{k}_turns@{buckets}"] = dict(
-        mean_real=float(ls.mean()), padded_over_real=float(padded.sum() / ls.sum())
+        mean_real=float(ls.mean()),
+        padded_over_real=float(padded.sum() / ls.sum()),
       )
   rows = [
     dict(

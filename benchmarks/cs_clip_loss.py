@@ -1,49 +1,58 @@
-"""Speed of the CS-CLIP loss and the half-truth metric (jaxpapers.cs_clip), with ratios.
+"""Speed of the CS-CLIP loss and the half-truth metric (jaxpapers.cs_clip), with
+ratios.
 
   python -m benchmarks.cs_clip_loss [--quick] [--repeats 7]
 
-Measured side by side in one process (interleaved repeats, best of ``repeats``, process CPU
-time beside wall time), the embeddings on the device as a training step has them (the
-encoders' outputs) and the unit mask on the host (the data loader's):
+Measured side by side in one process (interleaved repeats, best of ``repeats``,
+process CPU time beside wall time), the embeddings on the device as a training
+step has them (the encoders' outputs) and the unit mask on the host (the data
+loader's):
 
-1. ``cs_clip_loss`` (NegCLIP full + ``negclip_hard`` units + margin alignment + rank) for
-   B = 256, U = 4, D = 512 (quick: B = 64, D = 128), one jitted program with the unit slots
-   masked, against the reference's structure in its strongest JAX form: a Python loop over the
-   U slots, each slot's NegCLIP-hard loss (``component_loss`` with one slot) a jitted program
-   that gathers its valid rows from host-made row indices, plus the full-caption and
-   alignment/rank programs; compile excluded, same mask; the value, and the value and gradient
-   w.r.t. the image embeddings (what a training step computes);
-2. (full mode) the same two over a stream of ``--batches`` further batches, each with a fresh
-   80%-valid mask, compilation included: what a training loop sees after its first step,
-   since the loop compiles a new program for every new count of valid rows (the fused one is
-   compiled); a row of the record, not a summary figure (the ratio grows with the compiles,
-   i.e. with how few batches are timed);
-3. XLA's cost analysis (flops, bytes) of the fused program and of the loop's programs;
-4. ``half_truth_accuracy`` over 2,000 triples (D = 512) against a float64 numpy pass, the
-   inputs on the host (numpy, as the reference has them; the call includes their copy), and
-   beside it its floor: the two products <img, short>, <img, long> alone, one jitted program
-   reading the same 12 MB.
+1. ``cs_clip_loss`` (NegCLIP full + ``negclip_hard`` units + margin alignment +
+   rank) for B = 256, U = 4, D = 512 (quick: B = 64, D = 128), one jitted
+   program with the unit slots masked, against the reference's structure in its
+   strongest JAX form: a Python loop over the U slots, each slot's NegCLIP-hard
+   loss (``component_loss`` with one slot) a jitted program that gathers its
+   valid rows from host-made row indices, plus the full-caption and
+   alignment/rank programs; compile excluded, same mask; the value, and the
+   value and gradient w.r.t. the image embeddings (what a training step
+   computes);
+2. (full mode) the same two over a stream of ``--batches`` further batches, each
+   with a fresh 80%-valid mask, compilation included: what a training loop sees
+   after its first step, since the loop compiles a new program for every new
+   count of valid rows (the fused one is compiled); a row of the record, not a
+   summary figure (the ratio grows with the compiles, i.e. with how few batches
+   are timed);
+3. XLA's cost analysis (flops, bytes) of the fused program and of the loop's
+   programs;
+4. ``half_truth_accuracy`` over 2,000 triples (D = 512) against a float64 numpy
+   pass, the inputs on the host (numpy, as the reference has them; the call
+   includes their copy), and beside it its floor: the two products <img, short>,
+   <img, long> alone, one jitted program reading the same 12 MB.
 
 Spec targets (§7): the loss < 5 ms jitted on a 2-core CPU; the metric < 5 ms.
 
-Where the fused loss stood at 0.65-1.01x the loop, and what changed. The masked program
-computes every slot's B x B logits on all B rows (XLA: 413 Mflop at the full size), the loop
-only the valid rows' (318 Mflop, 0.77x), so the fused program can only win by spending less
-than the loop outside the matmuls. It did not: each slot's softmax concatenated the foil
-column onto a ``[B, B + 1]`` copy of the logits and the text->image half read a transposed
-copy, so the program ran at 6.2-6.9 ms against 4.0 ms for one bare 256 x 512 x 1,536 matmul
-(the same flops) on the same cores; and the benchmark handed both sides host (numpy)
-embeddings, so the fused program paid a host->device copy of 11 MB per call that the loop's
-host-side row gathers avoided. Now one ``[B, B]`` similarity matrix serves both directions
-(rows reduced over the valid columns, columns over the valid rows, the extra foil columns
-joined by ``logaddexp`` of their own masked ``logsumexp``, the positives read off the
-diagonal): measured 4.9-5.6 ms (2 shared cores, load average 12-17), against 9.0 ms for the
-loop (1.8x in wall time, 1.4x in CPU time). The value and gradient gains less (1.16x in CPU
-time at the full size): the backward pass doubles the matmuls of both sides and the fused
-program's 0.77x handicap in flops stays, so the loop's six dispatches are a smaller share of
-its time; in wall time it measured 0.47x on a host at load 16, where the 2-thread fused program waited for its second thread (wall
-above CPU time in the record; the CPU ratios are in the rows). At the quick size, where
-dispatch is a larger share, both ratios are above 3x.
+Where the fused loss stood at 0.65-1.01x the loop, and what changed. The masked
+program computes every slot's B x B logits on all B rows (XLA: 413 Mflop at the
+full size), the loop only the valid rows' (318 Mflop, 0.77x), so the fused
+program can only win by spending less than the loop outside the matmuls. It did
+not: each slot's softmax concatenated the foil column onto a ``[B, B + 1]`` copy
+of the logits and the text->image half read a transposed copy, so the program
+ran at 6.2-6.9 ms against 4.0 ms for one bare 256 x 512 x 1,536 matmul (the same
+flops) on the same cores; and the benchmark handed both sides host (numpy)
+embeddings, so the fused program paid a host->device copy of 11 MB per call that
+the loop's host-side row gathers avoided. Now one ``[B, B]`` similarity matrix
+serves both directions (rows reduced over the valid columns, columns over the
+valid rows, the extra foil columns joined by ``logaddexp`` of their own masked
+``logsumexp``, the positives read off the diagonal): measured 4.9-5.6 ms (2
+shared cores, load average 12-17), against 9.0 ms for the loop (1.8x in wall
+time, 1.4x in CPU time). The value and gradient gains less (1.16x in CPU time at
+the full size): the backward pass doubles the matmuls of both sides and the
+fused program's 0.77x handicap in flops stays, so the loop's six dispatches are
+a smaller share of its time; in wall time it measured 0.47x on a host at load
+16, where the 2-thread fused program waited for its second thread (wall above
+CPU time in the record; the CPU ratios are in the rows). At the quick size,
+where dispatch is a larger share, both ratios are above 3x.
 
 Where the metric stood at 6.6 ms against the < 5 ms target, and what changed. The metric is
 no N x N product (each image is compared with its own two captions only): it is five row
@@ -77,7 +86,9 @@ NAME = "cs_clip_loss"
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
   p.add_argument("--repeats", type=int, default=7)
-  p.add_argument("--batches", type=int, default=8, help="fresh-mask batches in (2)")
+  p.add_argument(
+    "--batches", type=int, default=8, help=("fresh-mask batches in (2)")
+  )
   return p.parse_args(argv)
 
 
@@ -89,21 +100,30 @@ def _cost(fn, *args) -> dict:
   """XLA's cost analysis of the lowered program (no compilation)."""
   cost = fn.lower(*args).cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  return {"flops": float(cost.get("flops", 0.0)), "bytes": float(cost.get("bytes accessed", 0.0))}
+  return {
+    "flops": float(cost.get("flops", 0.0)),
+    "bytes": float(cost.get("bytes accessed", 0.0)),
+  }
 
 
 class _Reference:
-  """The reference's structure: per-slot (Neg)CLIP on the compressed valid rows, a host loop.
+  """The reference's structure: per-slot (Neg)CLIP on the compressed valid rows,
+  a host loop.
 
-  Its strongest JAX form: the embeddings stay on the device, and each slot's program gathers
-  its valid rows itself from host-made row indices (one dispatch per slot, no host round trip
-  of the embeddings); a program is compiled per (slot, count of valid rows). ``grad=True``
-  gives value-and-gradient programs (w.r.t. the image embeddings) whose gradients are summed.
+  Its strongest JAX form: the embeddings stay on the device, and each slot's
+  program gathers its valid rows itself from host-made row indices (one dispatch
+  per slot, no host round trip of the embeddings); a program is compiled per
+  (slot, count of valid rows). ``grad=True`` gives value-and-gradient programs
+  (w.r.t. the image embeddings) whose gradients are summed.
   """
 
   def __init__(self, scale, cfg, grad=False):
     self.cfg = cfg
-    wrap = (lambda f, **kw: jax.jit(jax.value_and_grad(f), **kw)) if grad else jax.jit
+    wrap = (
+      (lambda f, **kw: jax.jit(jax.value_and_grad(f), **kw))
+      if grad
+      else jax.jit
+    )
     self.slot = wrap(
       lambda i, t, f, idx, u: C.component_loss(
         i[idx],
@@ -118,13 +138,17 @@ class _Reference:
     self.full = wrap(lambda i, t, f: C.negclip_loss(i, t, f, scale))
     self.rest = wrap(
       lambda i, t, u, f, m: (
-        cfg.lambda_align * C.alignment_loss(i, u, f, m) + cfg.lambda_rank * C.rank_loss(i, t, u, m)
+        cfg.lambda_align * C.alignment_loss(i, u, f, m)
+        + cfg.lambda_rank * C.rank_loss(i, t, u, m)
       )
     )
 
   def __call__(self, img, full, ffoil, units, foils, mask):
     U = units.shape[1]
-    comp = [self.slot(img, units, foils, np.flatnonzero(mask[:, u]), u) for u in range(U)]
+    comp = [
+      self.slot(img, units, foils, np.flatnonzero(mask[:, u]), u)
+      for u in range(U)
+    ]
     w = self.cfg.lambda_comp / U
     return jax.tree.map(
       lambda f, r, *c: f + r + w * sum(c),
@@ -147,22 +171,30 @@ def main(argv=None):
   mask = rng.random((B, U)) < 0.8
   scale = np.float32(1 / 0.07)
   cfg = C.CSLossConfig()
-  # The embeddings are on the device (a training step's encoder outputs); the mask comes from
-  # the host (the data loader): the fused program takes a device copy, the loop the host one.
+  # The embeddings are on the device (a training step's encoder outputs); the
+  # mask comes from the host (the data loader): the fused program takes a device
+  # copy, the loop the host one.
   emb = tuple(jax.device_put(x) for x in (img, full, ffoil, units, foils))
   data, loop_data = (*emb, jax.device_put(mask)), (*emb, mask)
   rows, summary = [], []
 
-  # (1) same mask, compile excluded: the value, and the value and gradient w.r.t. the images.
+  # (1) same mask, compile excluded: the value, and the value and gradient
+  #     w.r.t. the images.
   fused = jax.jit(lambda *a: C.cs_clip_loss(*a, scale, cfg, validate=False)[0])
   fused_grad = jax.jit(
-    jax.value_and_grad(lambda *a: C.cs_clip_loss(*a, scale, cfg, validate=False)[0])
+    jax.value_and_grad(
+      lambda *a: C.cs_clip_loss(*a, scale, cfg, validate=False)[0]
+    )
   )
   ref, ref_grad = _Reference(scale, cfg), _Reference(scale, cfg, grad=True)
-  np.testing.assert_allclose(float(ref(*loop_data)), float(fused(*data)), rtol=1e-4)
+  np.testing.assert_allclose(
+    float(ref(*loop_data)), float(fused(*data)), rtol=1e-4
+  )
   got, want = fused_grad(*data), ref_grad(*loop_data)
   np.testing.assert_allclose(float(want[0]), float(got[0]), rtol=1e-4)
-  np.testing.assert_allclose(np.asarray(want[1]), np.asarray(got[1]), rtol=1e-3, atol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(want[1]), np.asarray(got[1]), rtol=1e-3, atol=1e-6
+  )
   t = bench.side_by_side(
     {
       "fused": lambda: fused(*data),
@@ -177,7 +209,10 @@ def main(argv=None):
   for u in range(U):
     c = _cost(ref.slot, *emb[:1], *emb[3:], np.flatnonzero(mask[:, u]), u)
     cost_loop = {k: cost_loop[k] + c[k] for k in c}
-  for c in (_cost(ref.full, *emb[:3]), _cost(ref.rest, *emb[:2], *emb[3:], mask)):
+  for c in (
+    _cost(ref.full, *emb[:3]),
+    _cost(ref.rest, *emb[:2], *emb[3:], mask),
+  ):
     cost_loop = {k: cost_loop[k] + c[k] for k in c}
   rows.append(
     {
@@ -187,8 +222,11 @@ def main(argv=None):
       "D": D,
       "valid_fraction": float(mask.mean()),
       **{f"{k}_{m}": v for k, tk in t.items() for m, v in tk.as_dict().items()},
-      "loop_over_fused_cpu": t["loop"].as_dict()["cpu_best_s"] / t["fused"].as_dict()["cpu_best_s"],
-      "loop_over_fused_value_and_grad_cpu": t["loop_value_and_grad"].as_dict()["cpu_best_s"]
+      "loop_over_fused_cpu": t["loop"].as_dict()["cpu_best_s"]
+      / t["fused"].as_dict()["cpu_best_s"],
+      "loop_over_fused_value_and_grad_cpu": t["loop_value_and_grad"].as_dict()[
+        "cpu_best_s"
+      ]
       / t["fused_value_and_grad"].as_dict()["cpu_best_s"],
       "fused_flops": cost_fused["flops"],
       "fused_bytes": cost_fused["bytes"],
@@ -203,29 +241,43 @@ def main(argv=None):
       f"fused loss vs per-slot loop, B={B}, U={U}, D={D}, compile excluded",
       t["loop"].best / t["fused"].best,
       ">= 1.5",
-      note=f"the fused program does {flops:.2f}x the loop's flops (all rows of every slot)",
+      note=(
+        f"the fused program does {flops:.2f}x the loop's flops (all rows of "
+        "every slot)"
+      ),
     )
   )
   summary.append(
     bench.summary(
-      f"fused value and gradient vs per-slot loop, B={B}, U={U}, D={D}, compile excluded",
+      (
+        f"fused value and gradient vs per-slot loop, B={B}, U={U}, D={D}, "
+        "compile excluded"
+      ),
       t["loop_value_and_grad"].best / t["fused_value_and_grad"].best,
       ">= 1.5",
-      note="what a training step computes; gradient w.r.t. the image embeddings",
+      note=(
+        "what a training step computes; gradient w.r.t. the image embeddings"
+      ),
     )
   )
   if not q:
     summary.append(
       bench.summary(
-        "cs_clip_loss B=256, U=4, D=512", 1e3 * t["fused"].best, "< 5", unit="ms", note="spec §7"
+        "cs_clip_loss B=256, U=4, D=512",
+        1e3 * t["fused"].best,
+        "< 5",
+        unit=("ms"),
+        note=("spec §7"),
       )
     )
 
-  # (2) a stream of fresh masks after the first batch, compilation included: the fused
-  # program is compiled already, the loop compiles for every new count of valid rows. A row,
-  # not a summary figure, so the quick mode (whose record feeds only the summary table) skips
-  # it: the loop's compilations for new counts were most of the quick mode's CPU time outside
-  # (1). The masks are drawn in either mode, so (4) sees the same data.
+  # (2) a stream of fresh masks after the first batch, compilation included: the
+  #     fused
+  # program is compiled already, the loop compiles for every new count of valid
+  # rows. A row, not a summary figure, so the quick mode (whose record feeds
+  # only the summary table) skips it: the loop's compilations for new counts
+  # were most of the quick mode's CPU time outside (1). The masks are drawn in
+  # either mode, so (4) sees the same data.
   streams = [rng.random((B, U)) < 0.8 for _ in range(batches)]
   if not q:
     elapsed = {}
@@ -235,7 +287,9 @@ def main(argv=None):
         jax.block_until_ready(fn(*emb, jax.device_put(m) if dev else m))
       elapsed[name] = time.perf_counter() - start
     seen = {int(mask[:, u].sum()) for u in range(U)}
-    counts = sorted({int(m[:, u].sum()) for m in streams for u in range(U)} - seen)
+    counts = sorted(
+      {int(m[:, u].sum()) for m in streams for u in range(U)} - seen
+    )
     rows.append(
       {
         "case": "fresh_masks_compile_included",
@@ -255,11 +309,15 @@ def main(argv=None):
   products = jax.jit(lambda i, s, lg: (jnp.sum(i * s, -1), jnp.sum(i * lg, -1)))
 
   def np_ht():
-    n = lambda x: x.astype(np.float64) / np.linalg.norm(x, axis=-1, keepdims=True)
+    n = lambda x: (
+      x.astype(np.float64) / np.linalg.norm(x, axis=-1, keepdims=True)
+    )
     i, s, lg = n(I), n(S), n(L)
     return 1 - ((i * lg).sum(-1) > (i * s).sum(-1)).mean()
 
-  np.testing.assert_allclose(float(ht(I, S, L, kind)["all"]), np_ht(), atol=1e-6)
+  np.testing.assert_allclose(
+    float(ht(I, S, L, kind)["all"]), np_ht(), atol=1e-6
+  )
   th = bench.side_by_side(
     {
       "half_truth_accuracy": lambda: ht(I, S, L, kind)["all"],
@@ -273,7 +331,9 @@ def main(argv=None):
       "case": "half_truth_accuracy",
       "N": N,
       "D": Dh,
-      **{f"{k}_{m}": v for k, tk in th.items() for m, v in tk.as_dict().items()},
+      **{
+        f"{k}_{m}": v for k, tk in th.items() for m, v in tk.as_dict().items()
+      },
     }
   )
   summary.append(
@@ -289,7 +349,10 @@ def main(argv=None):
       1e3 * th["half_truth_accuracy"].best,
       "< 5",
       unit="ms",
-      note=f"spec §7; its floor, the two products alone: {1e3 * th['floor_two_products'].best:.2f} ms",
+      note=(
+        "spec §7; its floor, the two products alone: "
+        f"{1e3 * th['floor_two_products'].best:.2f} ms"
+      ),
     )
   )
   bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv)

@@ -1,15 +1,18 @@
-"""DenseAM training throughput and the cost of a vmapped learning-rate grid (jaxpapers.denseam).
+"""DenseAM training throughput and the cost of a vmapped learning-rate grid
+(jaxpapers.denseam).
 
   python -m benchmarks.denseam_perf [--quick]
 
-Measures, side by side in one process, compile excluded (a warm-up call first), interleaved
-repeats, best kept:
-(1) (full mode) one Adam step (forward over T = 4 shared-weight Euler steps, backward, update)
+Measures, side by side in one process, compile excluded (a warm-up call first),
+interleaved repeats, best kept:
+(1) (full mode) one Adam step (forward over T = 4 shared-weight Euler steps,
+    backward, update)
 at K = 4096 memories, N = 74 units, batch 128 (the spec's target: <= 40 ms on 2 CPU cores);
-(2) a ``train_grid`` of 8 learning rates (one vmapped program) against one learning rate, at
-K = 1024 (quick: 256), 50 steps (quick: 10), batch 64 (target: <= 8.5x, i.e. the grid is not
-slower than 8 runs).
-Times on shared CPU cores are noisy; read the ratio.
+(2) a ``train_grid`` of 8 learning rates (one vmapped program) against one
+    learning rate, at
+K = 1024 (quick: 256), 50 steps (quick: 10), batch 64 (target: <= 8.5x, i.e. the
+grid is not slower than 8 runs). Times on shared CPU cores are noisy; read the
+ratio.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ def main(argv=None):
 
     state = opt.init(xi)
     t_step = bench.side_by_side({"step": lambda: step(xi, state)}, repeats)
-    rows.append(bench.timing_row("adam_step", t_step, K=K, N=74, batch=128, T=4))
+    rows.append(
+      bench.timing_row("adam_step", t_step, K=K, N=74, batch=128, T=4)
+    )
     summary.append(
       bench.summary(
         "Adam step K=4096, N=74, B=128, T=4",
@@ -76,7 +81,9 @@ def main(argv=None):
     {"grid8": lambda: grid(lrs8), "grid1": lambda: grid(lrs8[:1])}, repeats
   )
   ratio = t_grid["grid8"].best / t_grid["grid1"].best
-  rows.append(bench.timing_row("lr_grid", t_grid, K=K_grid, steps=steps, batch=64, lrs=8))
+  rows.append(
+    bench.timing_row("lr_grid", t_grid, K=K_grid, steps=steps, batch=64, lrs=8)
+  )
   summary.append(
     bench.summary(
       f"train_grid of 8 learning rates / 1 learning rate, K={K_grid}",

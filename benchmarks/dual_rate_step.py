@@ -1,42 +1,49 @@
-"""Where a Dual-Rate training seed spends its CPU time: step, compile, evaluation.
+"""Where a Dual-Rate training seed spends its CPU time: step, compile,
+evaluation.
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
     python -m benchmarks.dual_rate_step [--quick] [--steps 10]
 
-Networks of ``experiments/dual_rate/configs/default.py`` (digits, batch 64): the single-network
-baseline (ViT), the dual-rate pair (ViT encoder + conv denoiser, stale-context loss), the
-no-feature control (conv denoiser alone) and the MMD step of a 2-step baseline student (student,
-auxiliary denoiser and the frozen teacher passed as an argument). For each, with
-``time.process_time()`` (CPU seconds of this process, so the numbers do not depend on how many
-other processes share the host; wall seconds beside them):
+Networks of ``experiments/dual_rate/configs/default.py`` (digits, batch 64): the
+single-network baseline (ViT), the dual-rate pair (ViT encoder + conv denoiser,
+stale-context loss), the no-feature control (conv denoiser alone) and the MMD
+step of a 2-step baseline student (student, auxiliary denoiser and the frozen
+teacher passed as an argument). For each, with ``time.process_time()`` (CPU
+seconds of this process, so the numbers do not depend on how many other
+processes share the host; wall seconds beside them):
 
-* ``step_cpu_s``: one training step once compiled (median of ``--steps`` steps; the
-  experiment's step, :func:`make_step` here, and its host batch);
-* ``host_batch_cpu_s``: the host part of a step (index draw, ``jnp.asarray``, key folding);
-* ``compile_cpu_s_first_seed``: the first call of a fresh jitted step, minus one step (XLA
-  compile dominates: tracing and lowering take well under a second);
-* ``first_call_cpu_s_next_seed_before`` / ``_after``: the first step of the same network for
-  another training seed, before (a fresh loss closure per seed and an unmemoised step: a full
-  recompile for every network of every seed) and after (the run's single loss object and the
-  memoised factories :data:`memoised_step` and :data:`memoised_optimizer`: the compiled
-  program is reused), with the two steps' outputs checked bitwise equal. (A persistent XLA
-  compilation cache does not help here: the cache key of identical steps built from different
-  closures differed, so every lookup missed.)
+* ``step_cpu_s``: one training step once compiled (median of ``--steps`` steps;
+  the experiment's step, :func:`make_step` here, and its host batch);
+* ``host_batch_cpu_s``: the host part of a step (index draw, ``jnp.asarray``,
+  key folding);
+* ``compile_cpu_s_first_seed``: the first call of a fresh jitted step, minus one
+  step (XLA compile dominates: tracing and lowering take well under a second);
+* ``first_call_cpu_s_next_seed_before`` / ``_after``: the first step of the same
+  network for another training seed, before (a fresh loss closure per seed and
+  an unmemoised step: a full recompile for every network of every seed) and
+  after (the run's single loss object and the memoised factories
+  :data:`memoised_step` and :data:`memoised_optimizer`: the compiled program is
+  reused), with the two steps' outputs checked bitwise equal. (A persistent XLA
+  compilation cache does not help here: the cache key of identical steps built
+  from different closures differed, so every lookup missed.)
 
-Evaluation: ``extract_features`` + ``classifier_accuracy`` per sampled setting and seed, before
-(a ``jax.jit`` of a fresh lambda per call: a retrace and recompile every call) and after (one
-module-level jitted program), checked equal, and the compilations of the later calls; and the
-sampler's compilations over the refresh intervals K = 2, 4, 8 after K = 1 (the refresh set is
-traced: one program per N).
+Evaluation: ``extract_features`` + ``classifier_accuracy`` per sampled setting
+and seed, before (a ``jax.jit`` of a fresh lambda per call: a retrace and
+recompile every call) and after (one module-level jitted program), checked
+equal, and the compilations of the later calls; and the sampler's compilations
+over the refresh intervals K = 2, 4, 8 after K = 1 (the refresh set is traced:
+one program per N).
 
-``--quick``: the evaluation part only, with the networks of ``configs/smoke.py`` and 1 call
-(each training-step program takes 10-15 CPU s to compile, even at the smoke config's sizes).
+``--quick``: the evaluation part only, with the networks of ``configs/smoke.py``
+and 1 call (each training-step program takes 10-15 CPU s to compile, even at the
+smoke config's sizes).
 
 The networks, losses and optimizer are the library's (``dr.SingleNetwork``,
-``dr.DualRateModel``, ``dr.diffusion_loss``, ``dr.dual_rate_loss``, ``dr.MMDPair``,
-``dr.mmd_pair_loss``, ``dr.training_optimizer``) at the experiment's settings (read from its
-config files), and so is the step: ``dr.fit_step`` (``core.TrainState``, one ``jax.jit`` per
-(structure, loss), memoised), timed against its unmemoised factory for the before/after.
+``dr.DualRateModel``, ``dr.diffusion_loss``, ``dr.dual_rate_loss``,
+``dr.MMDPair``, ``dr.mmd_pair_loss``, ``dr.training_optimizer``) at the
+experiment's settings (read from its config files), and so is the step:
+``dr.fit_step`` (``core.TrainState``, one ``jax.jit`` per (structure, loss),
+memoised), timed against its unmemoised factory for the before/after.
 """
 
 from __future__ import annotations
@@ -71,32 +78,40 @@ def copy_module(model):
   return nnx.merge(*nnx.split(model))
 
 
-# The library's training step: ``dr.fit_step`` memoises one program per (graphdef, loss_fn);
-# its unwrapped factory gives a new program on every call, as every seed paid before.
+# The library's training step: ``dr.fit_step`` memoises one program per
+# (graphdef, loss_fn); its unwrapped factory gives a new program on every call,
+# as every seed paid before.
 memoised_step = dr.fit_step
 make_step = dr.fit_step.__wrapped__
 
 
-# AdamW with warmup + cosine decay, clipping and the EMA tracker: a fresh object per call.
+# AdamW with warmup + cosine decay, clipping and the EMA tracker: a fresh object
+# per call.
 optimizer = dr.training_optimizer
 
 memoised_optimizer = functools.cache(optimizer)
 
 
 def _networks(cfg, ncls, seed=0):
-  """The experiment's single-network baseline (ViT) and dual-rate pair on digits 8x8."""
-  return dr.build_networks(cfg, image_size=8, channels=1, num_classes=ncls, seed=seed)
+  """The experiment's single-network baseline (ViT) and dual-rate pair on digits
+  8x8."""
+  return dr.build_networks(
+    cfg, image_size=8, channels=1, num_classes=ncls, seed=seed
+  )
 
 
 def _cases(cfg, base, pair):
-  """(name, model factory, loss factory, consts) for each network; factories give fresh
-  closures, as each training seed of the experiment did before the losses were built once."""
+  """(name, model factory, loss factory, consts) for each network; factories
+  give fresh closures, as each training seed of the experiment did before the
+  losses were built once."""
   sched = dr.NoiseSchedule()
 
   def base_loss():  # a fresh loss object per call
     def loss(m, x, c, k, consts):
       del consts
-      return dr.diffusion_loss(m, x, c, k, schedule=sched, weighting=cfg.weighting)
+      return dr.diffusion_loss(
+        m, x, c, k, schedule=sched, weighting=cfg.weighting
+      )
 
     return loss
 
@@ -128,7 +143,9 @@ def _cases(cfg, base, pair):
   def mmd_loss():
     def loss(pair, x, c, key, teacher_state):
       teacher = nnx.merge(tg, teacher_state)
-      return dr.mmd_pair_loss(pair, teacher, x, c, key, schedule=sched, num_student_steps=2)
+      return dr.mmd_pair_loss(
+        pair, teacher, x, c, key, schedule=sched, num_student_steps=2
+      )
 
     return loss
 
@@ -146,12 +163,15 @@ def _cases(cfg, base, pair):
 
 
 def _make(model, loss, consts, step_factory, fresh_tx=False):
-  if fresh_tx:  # as before: a new optimizer object (a static field of the state) per network
+  # as before: a new optimizer object (a static field of the state) per network
+  if fresh_tx:
     tx = optimizer(1e-3, 1000, 100, 0.995)
   else:
     tx = memoised_optimizer(1e-3, 1000, 100, 0.995)
   state = core.TrainState.create(model, tx)
-  return state, functools.partial(step_factory(state.graphdef, loss), consts=consts)
+  return state, functools.partial(
+    step_factory(state.graphdef, loss), consts=consts
+  )
 
 
 def _batch_fn(xs, ys, batch):
@@ -178,15 +198,23 @@ def _same(a, b):
 
 
 def bench_steps(cfg, data, ncls, steps):
-  """Seed A: a fresh step (compile) and its steady-state cost. Seed B (other initial values,
-  same structure): before, a fresh step per seed (:func:`make_step`: what every seed paid);
-  after, :data:`memoised_step` with the run's single loss object (the compiled program of seed
-  A), checked equal to the fresh one."""
-  batch_fn = _batch_fn(data["train_images"], data["train_labels"], cfg.batch_size)
+  """Seed A: a fresh step (compile) and its steady-state cost. Seed B (other
+  initial values, same structure): before, a fresh step per seed
+  (:func:`make_step`: what every seed paid); after, :data:`memoised_step` with
+  the run's single loss object (the compiled program of seed A), checked equal
+  to the fresh one."""
+  batch_fn = _batch_fn(
+    data["train_images"], data["train_labels"], cfg.batch_size
+  )
   b0 = batch_fn(0)
-  seed_a, seed_b = _cases(cfg, *_networks(cfg, ncls, 0)), _cases(cfg, *_networks(cfg, ncls, 10))
+  seed_a, seed_b = (
+    _cases(cfg, *_networks(cfg, ncls, 0)),
+    _cases(cfg, *_networks(cfg, ncls, 10)),
+  )
   out = {}
-  for (name, model_a, loss_fn, consts_a), (_, model_b, _, consts_b) in zip(seed_a, seed_b):
+  for (name, model_a, loss_fn, consts_a), (_, model_b, _, consts_b) in zip(
+    seed_a, seed_b
+  ):
     loss = loss_fn()  # one loss object per run, as train_and_evaluate builds it
     state, step = _make(model_a(), loss, consts_a, memoised_step)
     (cpu0, wall0), _ = _first_call(state, step, b0)
@@ -204,8 +232,12 @@ def bench_steps(cfg, data, ncls, steps):
       walls.append(ww)
     step_cpu, step_wall = statistics.median(cpus), statistics.median(walls)
     # Seed B: before (fresh jit of a fresh loss closure) and after (memoised).
-    state_b, step_before = _make(model_b(), loss_fn(), consts_b, make_step, fresh_tx=True)
-    (cpu_before, wall_before), res_before = _first_call(state_b, step_before, b0)
+    state_b, step_before = _make(
+      model_b(), loss_fn(), consts_b, make_step, fresh_tx=True
+    )
+    (cpu_before, wall_before), res_before = _first_call(
+      state_b, step_before, b0
+    )
     state_b, step_after = _make(model_b(), loss, consts_b, memoised_step)
     (cpu_after, wall_after), res_after = _first_call(state_b, step_after, b0)
     out[name] = {
@@ -217,7 +249,9 @@ def bench_steps(cfg, data, ncls, steps):
       "first_call_cpu_s_next_seed_after": cpu_after,
       "first_call_wall_s_next_seed_before": wall_before,
       "first_call_wall_s_next_seed_after": wall_after,
-      "same_structure_across_seeds": bool(nnx.graphdef(model_a()) == nnx.graphdef(model_b())),
+      "same_structure_across_seeds": bool(
+        nnx.graphdef(model_a()) == nnx.graphdef(model_b())
+      ),
       "reused_step_gives_same_values": _same(res_before, res_after),
     }
     print(name, out[name], flush=True)
@@ -230,23 +264,35 @@ def _old_extract_features(classifier, images, batch_size=256):
   f = jax.jit(lambda st, x: nnx.merge(graphdef, st).features(x))
   images = np.asarray(images, np.float32)
   n = images.shape[0]
-  images = np.concatenate([images, np.zeros(((-n) % batch_size,) + images.shape[1:], np.float32)])
+  images = np.concatenate(
+    [images, np.zeros(((-n) % batch_size,) + images.shape[1:], np.float32)]
+  )
   out = [
-    np.asarray(f(state, images[i : i + batch_size])) for i in range(0, len(images), batch_size)
+    np.asarray(f(state, images[i : i + batch_size]))
+    for i in range(0, len(images), batch_size)
   ]
   return np.concatenate(out)[:n].astype(np.float64)
 
 
 def _old_accuracy(classifier, images, labels):
   graphdef, state = nnx.split(classifier)
-  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(state, jnp.asarray(images))
-  return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
+  logits = jax.jit(lambda st, x: nnx.merge(graphdef, st)(x))(
+    state, jnp.asarray(images)
+  )
+  return float(
+    np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels))
+  )
 
 
 def bench_eval(cfg, data, ncls, calls=5):
-  """Evaluation before/after one module-level jitted program; the sampler's compilations."""
+  """Evaluation before/after one module-level jitted program; the sampler's
+  compilations."""
   clf = dr.train_classifier(
-    data["train_images"], data["train_labels"], num_classes=ncls, steps=20, seed=0
+    data["train_images"],
+    data["train_labels"],
+    num_classes=ncls,
+    steps=20,
+    seed=0,
   )
   x = np.asarray(data["test_images"][:300], np.float32)
   y = np.asarray(data["test_labels"][:300])
@@ -256,7 +302,8 @@ def bench_eval(cfg, data, ncls, calls=5):
     ("after", dr.extract_features, dr.classifier_accuracy),
   ]:
     times = []
-    f, a = feat(clf, x), acc(clf, x, y)  # the first call (compiles in both versions)
+    # the first call (compiles in both versions)
+    f, a = feat(clf, x), acc(clf, x, y)
     with bench.count_compilations() as compiles:
       for _ in range(calls):
         c = _clock()
@@ -269,15 +316,23 @@ def bench_eval(cfg, data, ncls, calls=5):
       "accuracy": a,
       "compilations_in_later_calls": compiles.count,
     }
-  same = np.array_equal(res["before"]["features"], res["after"]["features"]) and (
-    res["before"]["accuracy"] == res["after"]["accuracy"]
-  )
+  same = np.array_equal(
+    res["before"]["features"], res["after"]["features"]
+  ) and (res["before"]["accuracy"] == res["after"]["accuracy"])
   out = {
-    "features_and_accuracy_cpu_s_per_call_before": res["before"]["cpu_s_per_call"],
-    "features_and_accuracy_cpu_s_per_call_after": res["after"]["cpu_s_per_call"],
+    "features_and_accuracy_cpu_s_per_call_before": res["before"][
+      "cpu_s_per_call"
+    ],
+    "features_and_accuracy_cpu_s_per_call_after": res["after"][
+      "cpu_s_per_call"
+    ],
     "same_values": bool(same),
-    "compilations_in_later_calls_before": res["before"]["compilations_in_later_calls"],
-    "compilations_in_later_calls_after": res["after"]["compilations_in_later_calls"],
+    "compilations_in_later_calls_before": res["before"][
+      "compilations_in_later_calls"
+    ],
+    "compilations_in_later_calls_after": res["after"][
+      "compilations_in_later_calls"
+    ],
   }
   # The sampler: the refresh set is traced, so one program per N over every K.
   base, pair = _networks(cfg, ncls)
@@ -286,7 +341,9 @@ def bench_eval(cfg, data, ncls, calls=5):
   refresh = {k: dr.refresh_schedule(16, interval=k) for k in (1, 2, 4, 8)}
 
   def sample(k):
-    return dr.sample(pair, key, (64, 8, 8, 1), num_steps=16, refresh=refresh[k], cond=labels)
+    return dr.sample(
+      pair, key, (64, 8, 8, 1), num_steps=16, refresh=refresh[k], cond=labels
+    )
 
   jax.block_until_ready(sample(1))
   with bench.count_compilations() as compiles:
@@ -315,8 +372,9 @@ def main(argv=None):
   rows = [{"case": f"train step: {name}", **v} for name, v in steps.items()]
   rows.append({"case": "evaluation", **ev})
   summary = []
-  # What one training seed of configs/seeds.py pays for its four networks' step programs.
-  nets = ["baseline", "dual-rate pair", "no-features", "dual-rate pair"]  # fresh-only ~ pair
+  # What one training seed of configs/seeds.py pays for its four networks' step
+  # programs. fresh-only ~ pair
+  nets = ["baseline", "dual-rate pair", "no-features", "dual-rate pair"]
   nets = [n for n in nets if n in steps]
   before = sum(steps[n]["first_call_cpu_s_next_seed_before"] for n in nets)
   after = sum(steps[n]["first_call_cpu_s_next_seed_after"] for n in nets)
@@ -334,15 +392,24 @@ def main(argv=None):
   if nets:
     summary.append(
       bench.summary(
-        f"first step calls of a further seed ({len(nets)} networks): fresh programs / memoised",
+        (
+          f"first step calls of a further seed ({len(nets)} networks): "
+          "fresh programs / memoised"
+        ),
         before / after,
         ">= 1",
-        note="process CPU time; the memoised step reuses the first seed's compiled program",
+        note=(
+          "process CPU time; the memoised step reuses the first seed's "
+          "compiled program"
+        ),
       )
     )
   summary.append(
     bench.summary(
-      "features + accuracy per call: a fresh jit per call / one module-level program",
+      (
+        "features + accuracy per call: a fresh jit per call / one "
+        "module-level program"
+      ),
       ev["features_and_accuracy_cpu_s_per_call_before"]
       / ev["features_and_accuracy_cpu_s_per_call_after"],
       ">= 1",
@@ -351,7 +418,10 @@ def main(argv=None):
   )
   summary.append(
     bench.summary(
-      "sampler compilations for refresh intervals K = 2, 4, 8 after K = 1 (N = 16)",
+      (
+        "sampler compilations for refresh intervals K = 2, 4, "
+        "8 after K = 1 (N = 16)"
+      ),
       ev["sampler_compilations_for_K_2_4_8_after_K_1_at_N16"],
       "== 0",
       unit="compiles",
@@ -359,7 +429,9 @@ def main(argv=None):
   )
   # train_steps and evaluation keep the layout the dual_rate README reads
   extra = {"train_steps": steps, "evaluation": ev}
-  bench.write(NAME, args, rows=rows, summary=summary, host=host, argv=argv, extra=extra)
+  bench.write(
+    NAME, args, rows=rows, summary=summary, host=host, argv=argv, extra=extra
+  )
 
 
 if __name__ == "__main__":

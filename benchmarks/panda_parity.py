@@ -4,24 +4,28 @@
   python benchmarks/panda_parity.py                  # no checkout: the float64 NumPy transcription
   python benchmarks/panda_parity.py --quick          # two cases per backbone
 
-For every case of ``tests/panda/parity_cases.py`` (each backbone under every attention setting
-the reference's tuner searches, GATv1/v2, shared/distinct attention weights, depth 1 and 2, and
-the backbone options the tuner searches: GeDi's ``other_complex``, HyperGCN's fast mode and
-mediators, PhenomNN's ``alp`` and ``H_setting``), both implementations get the same float64
-weights (drawn in the reference's names, loaded here with
-:func:`jaxpapers.panda.load_reference_weights`), the same hypergraph and features, and run in
-float64 without dropout. Two numbers per case: ``layer1`` (the first layer alone; PhenomNN:
-one unrolled step) and ``forward`` (the whole propagation stack up to the classifier, whose
-form differs by design). The maximum absolute difference per case goes to
+For every case of ``tests/panda/parity_cases.py`` (each backbone under every
+attention setting the reference's tuner searches, GATv1/v2, shared/distinct
+attention weights, depth 1 and 2, and the backbone options the tuner searches:
+GeDi's ``other_complex``, HyperGCN's fast mode and mediators, PhenomNN's ``alp``
+and ``H_setting``), both implementations get the same float64 weights (drawn in
+the reference's names, loaded here with
+:func:`jaxpapers.panda.load_reference_weights`), the same hypergraph and
+features, and run in float64 without dropout. Two numbers per case: ``layer1``
+(the first layer alone; PhenomNN: one unrolled step) and ``forward`` (the whole
+propagation stack up to the classifier, whose form differs by design). The
+maximum absolute difference per case goes to
 ``benchmarks/results/panda_parity.json``.
 
-The reference code is imported from ``--reference_dir`` (``models/panda/*.py``) as it is, with
-dtype adjustments so that it computes in float64: torch's default dtype is float64 (GeDi's zero
-imaginary input is created with it), GeDi's identity matrix
-(``GeDiPANDALayer.process``, built in float32) takes the features' dtype, and HyperGCN's graph
-(``adjacency``/``ssm2tst``, built in float32) is kept in float64; ``models.mlp`` (the
-classifier, not compared) is stubbed when the checkout lacks it. Test hypergraphs have no more
-hyperedges than nodes, because the reference sizes its stage-1 output by the number of senders.
+The reference code is imported from ``--reference_dir`` (``models/panda/*.py``)
+as it is, with dtype adjustments so that it computes in float64: torch's default
+dtype is float64 (GeDi's zero imaginary input is created with it), GeDi's
+identity matrix (``GeDiPANDALayer.process``, built in float32) takes the
+features' dtype, and HyperGCN's graph (``adjacency``/``ssm2tst``, built in
+float32) is kept in float64; ``models.mlp`` (the classifier, not compared) is
+stubbed when the checkout lacks it. Test hypergraphs have no more hyperedges
+than nodes, because the reference sizes its stage-1 output by the number of
+senders.
 """
 
 from __future__ import annotations
@@ -65,27 +69,33 @@ def jax_forward(case, sd, data, x, rvs):
     return pc.project_forward(case, sd, data, x, vectors=rvs, **kw)
 
 
-# ----------------------------------------------------------------------------- the reference
+# ---------------------------------------------------------------- the reference
 
 
-HYPERGCN_CHANNELS = 16  # the reference's HyperGCN widths are 2^(l+2)...: 16 at depth 2
+# the reference's HyperGCN widths are 2^(l+2)...: 16 at depth 2
+HYPERGCN_CHANNELS = 16
 
 
 def _load_reference(reference_dir: pathlib.Path):
-  """Imports ``models/panda/{gedi,hgnn,hypergcn,phenomnn}.py`` from the checkout by path."""
+  """Imports ``models/panda/{gedi,hgnn,hypergcn,phenomnn}.py`` from the checkout
+  by path."""
   import torch
 
-  torch.set_default_dtype(torch.float64)  # GeDiPANDA's zero imaginary input, float32 otherwise
+  # GeDiPANDA's zero imaginary input, float32 otherwise
+  torch.set_default_dtype(torch.float64)
   root = pathlib.Path(reference_dir)
   if not (root / "models" / "panda" / "gedi.py").is_file():
-    raise FileNotFoundError(f"{root} is not a checkout of jainris/panda (no models/panda/gedi.py)")
+    raise FileNotFoundError(
+      f"{root} is not a checkout of jainris/panda (no models/panda/gedi.py)"
+    )
   if "models" not in sys.modules:
     pkg = types.ModuleType("models")
     pkg.__path__ = [str(root / "models")]
     sys.modules["models"] = pkg
   try:
     importlib.import_module("models.mlp")
-  except Exception:  # the classifier is not compared: a stub that builds and passes through
+  # the classifier is not compared: a stub that builds and passes through
+  except Exception:
     stub = types.ModuleType("models.mlp")
 
     class MLP(torch.nn.Module):
@@ -106,7 +116,8 @@ def _load_reference(reference_dir: pathlib.Path):
       f"_panda_reference_{name}", root / "models" / "panda" / f"{name}.py"
     )
     mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # PyG resolves message() annotations through sys.modules
+    # PyG resolves message() annotations through sys.modules
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     mods[name] = mod
 
@@ -115,7 +126,11 @@ def _load_reference(reference_dir: pathlib.Path):
 
   def process(self, mul_l_real, mul_l_imag, x_real, x_imag):
     return gedi_process(
-      self, mul_l_real.to(x_real.dtype), mul_l_imag.to(x_real.dtype), x_real, x_imag
+      self,
+      mul_l_real.to(x_real.dtype),
+      mul_l_imag.to(x_real.dtype),
+      x_real,
+      x_imag,
     )
 
   mods["gedi"].GeDiPANDALayer.process = process
@@ -127,7 +142,9 @@ def _load_reference(reference_dir: pathlib.Path):
   def ssm2tst(m):
     m = m.tocoo()
     idx = torch.from_numpy(np.vstack((m.row, m.col))).long()
-    return torch.sparse_coo_tensor(idx, torch.from_numpy(m.data.astype(np.float64)), m.shape)
+    return torch.sparse_coo_tensor(
+      idx, torch.from_numpy(m.data.astype(np.float64)), m.shape
+    )
 
   mods["hypergcn"].np = _Float64Numpy()
   mods["hypergcn"].ssm2tst = ssm2tst
@@ -187,7 +204,9 @@ def torch_forward(mods, case, sd, data, x, seed):
   tdata = Data(x=xt, edge_index=edge_index)
   args = _args(case)
   if case.backbone == "gedi":
-    weight = torch.as_tensor(np.where(np.asarray(inc.phase_im) > 0.5, 1j, 1.0 + 0j))
+    weight = torch.as_tensor(
+      np.where(np.asarray(inc.phase_im) > 0.5, 1j, 1.0 + 0j)
+    )
     model = mods["gedi"].GeDiPANDA(
       num_features=pc.FEATURES,
       hidden=pc.CHANNELS,
@@ -259,18 +278,24 @@ def torch_forward(mods, case, sd, data, x, seed):
   state = {k: torch.as_tensor(v) for k, v in sd.items()}
   missing, unexpected = model.load_state_dict(state, strict=False)
   missing = [
-    k for k in missing if not k.startswith(("classifier.", "lin_out.", "midlayer.0.fcs.1."))
+    k
+    for k in missing
+    if not k.startswith(("classifier.", "lin_out.", "midlayer.0.fcs.1."))
   ]
   if missing or unexpected:
-    raise RuntimeError(f"{case.name}: weights missing {missing[:5]}, unexpected {unexpected[:5]}")
-  np.random.seed(seed)  # HyperGCN's projection vectors come from numpy's global generator
+    raise RuntimeError(
+      f"{case.name}: weights missing {missing[:5]}, unexpected {unexpected[:5]}"
+    )
+  # HyperGCN's projection vectors come from numpy's global generator
+  np.random.seed(seed)
   with torch.no_grad():
     out = model(tdata)
   return out.numpy()
 
 
 def hypergcn_vectors(case, seed):
-  """The projection vectors the reference draws after ``np.random.seed(seed)``, in order."""
+  """The projection vectors the reference draws after ``np.random.seed(seed)``,
+  in order."""
   rs = np.random.RandomState(seed)
   if case.fast:
     return [rs.rand(pc.FEATURES)]
@@ -280,10 +305,15 @@ def hypergcn_vectors(case, seed):
 def numpy_forward(case, sd, data, x, rvs):
   """The float64 NumPy transcription (used without ``--reference_dir``)."""
   inc = data.incidence
-  node, edge = np.asarray(inc.node).astype(np.int64), np.asarray(inc.edge).astype(np.int64)
+  node, edge = (
+    np.asarray(inc.node).astype(np.int64),
+    np.asarray(inc.edge).astype(np.int64),
+  )
   cfg = case.config()
   t1, t2 = (t.split("+") for t in case.attention_types.split("++"))
-  kw = dict(heads=pc.HEADS, version=cfg.att_version, shared=cfg.shared_att_weights)
+  kw = dict(
+    heads=pc.HEADS, version=cfg.att_version, shared=cfg.shared_att_weights
+  )
   if case.backbone == "gedi":
     weight = np.where(np.asarray(inc.phase_im) > 0.5, 1j, 1.0 + 0j)
     return ref_np.gedi_forward(
@@ -301,7 +331,15 @@ def numpy_forward(case, sd, data, x, rvs):
     )[0]
   if case.backbone == "hgnn":
     return ref_np.hgnn_forward(
-      sd, x, node, edge, layers=case.layers, channels=pc.CHANNELS, types1=t1, types2=t2, **kw
+      sd,
+      x,
+      node,
+      edge,
+      layers=case.layers,
+      channels=pc.CHANNELS,
+      types1=t1,
+      types2=t2,
+      **kw,
     )[0]
   if case.backbone == "hypergcn":
     return ref_np.hypergcn_forward(
@@ -346,9 +384,9 @@ def _weights(case, seed):
 
 
 def quick_cases() -> list:
-  """The quick subset: the first two cases of each backbone among ``pc.cases(full=False)``
-  (its first attention setting at depth 1 (GATv2, shared weights) and depth 2 (GATv1,
-  distinct weights))."""
+  """The quick subset: the first two cases of each backbone among
+  ``pc.cases(full=False)`` (its first attention setting at depth 1 (GATv2,
+  shared weights) and depth 2 (GATv1, distinct weights))."""
   out, seen = [], {}
   for case in pc.cases(full=False):
     if seen.get(case.backbone, 0) < 2:
@@ -369,16 +407,25 @@ def run(reference_dir, quick: bool):
       attention_types=case.attention_types,
       layers=case.layers,
     )
-    for part, (c, w) in (("layer1", _truncate(case, sd)), ("forward", (case, sd))):
+    for part, (c, w) in (
+      ("layer1", _truncate(case, sd)),
+      ("forward", (case, sd)),
+    ):
       if part == "layer1" and case.layers == 1:
         row["layer1_max_abs_diff"] = row.get("forward_max_abs_diff")
         continue
       rvs = hypergcn_vectors(c, seed=i)
       got = jax_forward(c, w, data, x, rvs)
       want = (
-        torch_forward(mods, c, w, data, x, seed=i) if mods else numpy_forward(c, w, data, x, rvs)
+        torch_forward(mods, c, w, data, x, seed=i)
+        if mods
+        else numpy_forward(c, w, data, x, rvs)
       )
-      diff = float(np.max(np.abs(got - want))) if np.all(np.isfinite(want)) else float("nan")
+      diff = (
+        float(np.max(np.abs(got - want)))
+        if np.all(np.isfinite(want))
+        else float("nan")
+      )
       row[f"{part}_max_abs_diff"] = diff
       row[f"{part}_max_abs_value"] = float(np.max(np.abs(want)))
     if case.layers == 1:
@@ -395,7 +442,9 @@ def run(reference_dir, quick: bool):
 
 def parse_args(argv=None):
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  ap.add_argument("--reference_dir", default=None, help="a checkout of jainris/panda")
+  ap.add_argument(
+    "--reference_dir", default=None, help=("a checkout of jainris/panda")
+  )
   ap.add_argument("--quick", action="store_true", help="two cases per backbone")
   ap.add_argument("--out", default=str(bench.default_out("panda_parity")))
   return ap.parse_args(argv)
@@ -403,18 +452,24 @@ def parse_args(argv=None):
 
 def main(argv=None):
   a = parse_args(argv)
-  if a.quick and a.out.endswith("panda_parity.json"):  # keep the committed full result
+  # keep the committed full result
+  if a.quick and a.out.endswith("panda_parity.json"):
     a.out = a.out[: -len(".json")] + "_quick.json"
   if a.reference_dir:
     try:
       import torch
       import torch_geometric
     except ImportError as e:
-      print(f"--reference_dir needs torch and torch_geometric ({e}); nothing compared")
+      print(
+        f"--reference_dir needs torch and torch_geometric ({e}); "
+        "nothing compared"
+      )
       return 0
   t0 = time.time()
   rows = run(a.reference_dir, a.quick)
-  diffs = [max(r["layer1_max_abs_diff"], r["forward_max_abs_diff"]) for r in rows]
+  diffs = [
+    max(r["layer1_max_abs_diff"], r["forward_max_abs_diff"]) for r in rows
+  ]
   worst = float(np.nanmax(diffs)) if diffs else float("nan")
   nan = sum(1 for d in diffs if not np.isfinite(d))
   met = sum(1 for d in diffs if d <= TARGET)
@@ -423,7 +478,9 @@ def main(argv=None):
     import torch
     import torch_geometric
 
-    versions.update(torch=torch.__version__, torch_geometric=torch_geometric.__version__)
+    versions.update(
+      torch=torch.__version__, torch_geometric=torch_geometric.__version__
+    )
   cmd = ["python", "benchmarks/panda_parity.py"]
   if a.reference_dir:
     cmd += ["--reference_dir", "<checkout of jainris/panda>"]
@@ -436,7 +493,11 @@ def main(argv=None):
     "reference": "jainris/panda PyTorch layers"
     if a.reference_dir
     else "float64 NumPy transcription",
-    "host": {"platform": platform.platform(), "python": platform.python_version(), **versions},
+    "host": {
+      "platform": platform.platform(),
+      "python": platform.python_version(),
+      **versions,
+    },
     "rows": rows,
     "summary": [
       dict(
@@ -445,7 +506,10 @@ def main(argv=None):
         unit="abs",
         target=f"<= {TARGET:g}",
         met=bool(worst <= TARGET),
-        note=f"max over {len(rows)} cases of the layer-1 and whole-forward differences",
+        note=(
+          f"max over {len(rows)} cases of the layer-1 and whole-forward "
+          "differences"
+        ),
       ),
       dict(
         name="cases_within_target",
@@ -461,7 +525,10 @@ def main(argv=None):
   path = pathlib.Path(a.out)
   path.parent.mkdir(parents=True, exist_ok=True)
   path.write_text(json.dumps(out, indent=1) + "\n")
-  print(f"max abs diff {worst:.3e} over {len(rows)} cases ({met} within {TARGET:g}); wrote {path}")
+  print(
+    f"max abs diff {worst:.3e} over {len(rows)} cases ({met} within "
+    f"{TARGET:g}); wrote {path}"
+  )
   return 0
 
 

@@ -1,31 +1,36 @@
-"""Side-by-side: HGNN training step in JAX (jaxpapers) vs an equivalent PyTorch model, on CPU.
+"""Side-by-side: HGNN training step in JAX (jaxpapers) vs an equivalent PyTorch
+model, on CPU.
 
   pip install torch          # optional extra; the script exits cleanly without it
   python -m benchmarks.panda_torch_hgnn                 # email-Enron, Telegram, cora, email-EU
   python -m benchmarks.panda_torch_hgnn --quick         # cora only, fewer steps (about a minute)
 
-Both models: Linear(F, h) -> D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} (two index-add / segment-sum
-stages over the same incidence pairs) -> ReLU -> Linear -> LayerNorm -> ReLU -> Linear, Adam
-with coupled L2, full batch, dropout off (so both do identical arithmetic). Reports the median
-step time over epochs 10..N of each, measured in one run, and the ratio torch / JAX. The forward
-outputs are checked to agree to 1e-4 after copying the JAX weights into torch.
+Both models: Linear(F, h) -> D_v^{-1/2} H D_e^{-1} H^T D_v^{-1/2} (two index-add
+/ segment-sum stages over the same incidence pairs) -> ReLU -> Linear ->
+LayerNorm -> ReLU -> Linear, Adam with coupled L2, full batch, dropout off (so
+both do identical arithmetic). Reports the median step time over epochs 10..N of
+each, measured in one run, and the ratio torch / JAX. The forward outputs are
+checked to agree to 1e-4 after copying the JAX weights into torch.
 
-Beside the step, each framework's time is split to show what bounds it on small graphs: the
-fixed cost of one call (JAX: a jitted step over the same arguments that computes nothing, i.e.
-dispatch, argument flattening and buffer handling; torch: the step on a one-node graph with the
-same layers, i.e. its per-operator overhead), the forward alone, and the rest (backward and
-Adam), and the dense input layer alone (``x W + b`` forward and its weight gradient, the same
-two matrix products in both frameworks): ``torch_over_jax_bound`` is torch's step over JAX's
-fixed call cost plus its input layer, the ratio JAX would reach if the rest of its step cost
-nothing; and JAX's step on the same one-node graph as torch's fixed cost
-(``jax_one_node_step_ms``: the cost of the compiled program's operations without data, i.e. the
-launch of each of its operations), with ``torch_over_jax_ops_bound`` the ratio torch's step
-over it. Where the first bound is below 2 (cora, whose 2708 x 1433 input matrix makes the input
-layer most of the step) the target cannot be met by the sparse part of the step, the only part
-in which the two implementations differ. ``--cpu-time`` uses the process CPU clock (the work of
-all threads) instead of the wall clock, which a host shared with other jobs distorts. The result
-goes to ``benchmarks/results/panda_torch_hgnn.json`` (``{benchmark, command, quick, host, rows,
-summary}``; target: torch / JAX >= 2 per dataset).
+Beside the step, each framework's time is split to show what bounds it on small
+graphs: the fixed cost of one call (JAX: a jitted step over the same arguments
+that computes nothing, i.e. dispatch, argument flattening and buffer handling;
+torch: the step on a one-node graph with the same layers, i.e. its per-operator
+overhead), the forward alone, and the rest (backward and Adam), and the dense
+input layer alone (``x W + b`` forward and its weight gradient, the same two
+matrix products in both frameworks): ``torch_over_jax_bound`` is torch's step
+over JAX's fixed call cost plus its input layer, the ratio JAX would reach if
+the rest of its step cost nothing; and JAX's step on the same one-node graph as
+torch's fixed cost (``jax_one_node_step_ms``: the cost of the compiled program's
+operations without data, i.e. the launch of each of its operations), with
+``torch_over_jax_ops_bound`` the ratio torch's step over it. Where the first
+bound is below 2 (cora, whose 2708 x 1433 input matrix makes the input layer
+most of the step) the target cannot be met by the sparse part of the step, the
+only part in which the two implementations differ. ``--cpu-time`` uses the
+process CPU clock (the work of all threads) instead of the wall clock, which a
+host shared with other jobs distorts. The result goes to
+``benchmarks/results/panda_torch_hgnn.json`` (``{benchmark, command, quick,
+host, rows, summary}``; target: torch / JAX >= 2 per dataset).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # this checkout's package, not another installed copy
+# this checkout's package, not another installed copy
+if str(ROOT) not in sys.path:
   sys.path.insert(0, str(ROOT))
 
 import jax  # noqa: E402
@@ -59,7 +65,11 @@ def _torch_model(torch, params, inc, n, m):
   edge = torch.as_tensor(np.asarray(inc.edge), dtype=torch.long)
   dv = torch.as_tensor(np.asarray(hg.inv_sqrt(inc.deg_node)))
   de = torch.as_tensor(
-    np.where(np.asarray(inc.deg_edge) > 0, 1 / np.maximum(np.asarray(inc.deg_edge), 1), 0),
+    np.where(
+      np.asarray(inc.deg_edge) > 0,
+      1 / np.maximum(np.asarray(inc.deg_edge), 1),
+      0,
+    ),
     dtype=torch.float32,
   )
 
@@ -70,7 +80,9 @@ def _torch_model(torch, params, inc, n, m):
       lin = p["lins"][0]
       self.lin = nn.Linear(*np.asarray(lin["kernel"]).shape)
       self.fc1 = nn.Linear(*np.asarray(p["head"]["fc1"]["kernel"]).shape)
-      self.norm = nn.LayerNorm(np.asarray(p["head"]["norm"]["scale"]).shape[0], eps=1e-6)
+      self.norm = nn.LayerNorm(
+        np.asarray(p["head"]["norm"]["scale"]).shape[0], eps=1e-6
+      )
       self.fc2 = nn.Linear(*np.asarray(p["head"]["fc2"]["kernel"]).shape)
       with torch.no_grad():
         for mod, src in (
@@ -80,8 +92,12 @@ def _torch_model(torch, params, inc, n, m):
         ):
           mod.weight.copy_(torch.as_tensor(np.asarray(src["kernel"]).T))
           mod.bias.copy_(torch.as_tensor(np.asarray(src["bias"])))
-        self.norm.weight.copy_(torch.as_tensor(np.asarray(p["head"]["norm"]["scale"])))
-        self.norm.bias.copy_(torch.as_tensor(np.asarray(p["head"]["norm"]["bias"])))
+        self.norm.weight.copy_(
+          torch.as_tensor(np.asarray(p["head"]["norm"]["scale"]))
+        )
+        self.norm.bias.copy_(
+          torch.as_tensor(np.asarray(p["head"]["norm"]["bias"]))
+        )
 
     def forward(self, x):
       s = self.lin(x) * dv[:, None]
@@ -113,7 +129,9 @@ def _median_ms(fn, reps, skip):
 
 
 def parse_args(argv=None):
-  ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+  ap = argparse.ArgumentParser(
+    description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+  )
   ap.add_argument("--datasets", default="email-Enron,telegram,cora,email-EU")
   ap.add_argument("--epochs", type=int, default=60)
   ap.add_argument("--hidden", type=int, default=64)
@@ -121,15 +139,21 @@ def parse_args(argv=None):
   ap.add_argument(
     "--cpu-time",
     action="store_true",
-    help="time with the process CPU clock (all threads' work) instead of the wall clock",
+    help=(
+      "time with the process CPU clock (all threads' work) instead of the "
+      "wall clock"
+    ),
   )
   ap.add_argument(
     "--torch-threads",
     type=int,
     default=0,
-    help="torch.set_num_threads (0: torch's default); with --cpu-time use 1, and run JAX with "
-    "XLA_FLAGS='--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1', so that "
-    "idle threads spinning on a shared host are not counted as work",
+    help=(
+      "torch.set_num_threads (0: torch's default); with --cpu-time use 1, "
+      "and run JAX with XLA_FLAGS='--xla_cpu_multi_thread_eigen=false "
+      "intra_op_parallelism_threads=1', so that idle threads spinning on a "
+      "shared host are not counted as work"
+    ),
   )
   ap.add_argument(
     "--out",
@@ -144,7 +168,8 @@ def main(argv=None):
   argv = [x for x in argv if not x.startswith("--out")]
   if a.quick:
     a.datasets, a.epochs = "cora", 30
-    if a.out.endswith("panda_torch_hgnn.json"):  # keep the committed full result
+    # keep the committed full result
+    if a.out.endswith("panda_torch_hgnn.json"):
       a.out = a.out[: -len(".json")] + "_quick.json"
   if a.cpu_time:
     _CLOCK[0] = time.process_time
@@ -152,24 +177,37 @@ def main(argv=None):
     import torch
   except (ImportError, OSError) as e:  # absent, or a broken install
     why = (
-      f"torch is not available ({type(e).__name__}): skipping the PyTorch comparison "
-      "(pip install 'jaxpapers[torch]' or pip install torch)."
+      f"torch is not available ({type(e).__name__}): "
+      "skipping the PyTorch comparison (pip install 'jaxpapers[torch]' or "
+      "pip install torch)."
     )
     print(why)
-    if a.out:  # a record of the skip, so that the performance table says why there is no number
-      _write(a.out, argv, a.quick, host=bench.host_info(), rows=[], summary=[], skipped=why)
+    # a record of the skip, so that the performance table says why there is no
+    # number
+    if a.out:
+      _write(
+        a.out,
+        argv,
+        a.quick,
+        host=bench.host_info(),
+        rows=[],
+        summary=[],
+        skipped=why,
+      )
     return 0
   if a.torch_threads:
     torch.set_num_threads(a.torch_threads)
   root = core.resolve_data_dir(subdir="hypergraph", required=False)
   print(
-    f"torch {torch.__version__} threads={torch.get_num_threads()}; jax {jax.__version__} "
-    f"{jax.devices()}"
+    f"torch {torch.__version__} threads={torch.get_num_threads()}; "
+    f"jax {jax.__version__} {jax.devices()}"
   )
   rows = []
   for name in a.datasets.split(","):
     if root is None:
-      data = hg.make_synthetic(0, n_inter=50, num_splits=1, name="synthetic-inter50")
+      data = hg.make_synthetic(
+        0, n_inter=50, num_splits=1, name=("synthetic-inter50")
+      )
     else:
       data = hg.load(name, root, num_splits=1)
     rows.append(_bench(torch, hg.as_undirected(data), a.hidden, a.epochs))
@@ -182,13 +220,14 @@ def main(argv=None):
       flush=True,
     )
   print(
-    "\n| dataset | nnz | JAX ms/step | JAX fixed ms | torch ms/step | torch fixed ms "
-    "| torch / JAX |\n|---|---|---|---|---|---|---|"
+    "\n| dataset | nnz | JAX ms/step | JAX fixed ms | torch ms/step | torch "
+    "fixed ms | torch / JAX |\n|---|---|---|---|---|---|---|"
   )
   for r in rows:
     print(
-      f"| {r['dataset']} | {r['nnz']} | {r['jax_step_ms']:.2f} | {r['jax_call_ms']:.2f} | "
-      f"{r['torch_step_ms']:.2f} | {r['torch_fixed_ms']:.2f} | {r['torch_over_jax']:.2f} |"
+      f"| {r['dataset']} | {r['nnz']} | {r['jax_step_ms']:.2f} | "
+      f"{r['jax_call_ms']:.2f} | {r['torch_step_ms']:.2f} | "
+      f"{r['torch_fixed_ms']:.2f} | {r['torch_over_jax']:.2f} |"
     )
   if a.out:
     host = bench.host_info()
@@ -204,14 +243,18 @@ def main(argv=None):
         round(r["torch_over_jax"], 3),
         ">= 2",
         note=(
-          f"JAX {r['jax_step_ms']:.2f} ms of which {r['jax_call_ms']:.2f} ms fixed per call "
-          f"and {r['jax_input_layer_ms']:.2f} ms the dense input layer; torch "
-          f"{r['torch_step_ms']:.2f} ms of which {r['torch_fixed_ms']:.2f} ms fixed and "
-          f"{r['torch_input_layer_ms']:.2f} ms the input layer; torch / JAX could reach at most "
-          f"{r['torch_over_jax_bound']:.2f} if the rest of JAX's step took no time; JAX's step "
-          f"on a one-node graph takes {r['jax_one_node_step_ms']:.2f} ms (torch "
+          f"JAX {r['jax_step_ms']:.2f} ms of which {r['jax_call_ms']:.2f} ms "
+          f"fixed per call and {r['jax_input_layer_ms']:.2f} ms the dense "
+          f"input layer; torch {r['torch_step_ms']:.2f} ms of which "
+          f"{r['torch_fixed_ms']:.2f} ms fixed and "
+          f"{r['torch_input_layer_ms']:.2f} ms the input layer; "
+          f"torch / JAX could reach at most {r['torch_over_jax_bound']:.2f} "
+          "if the rest of JAX's step took no time; "
+          "JAX's step on a one-node graph takes "
+          f"{r['jax_one_node_step_ms']:.2f} ms (torch "
           f"{r['torch_fixed_ms']:.2f} ms), so torch / JAX is at most "
-          f"{r['torch_over_jax_ops_bound']:.2f} while JAX's program costs that per step"
+          f"{r['torch_over_jax_ops_bound']:.2f} while JAX's program costs "
+          "that per step"
         ),
       )
       for r in rows
@@ -221,7 +264,8 @@ def main(argv=None):
 
 
 def _write(path, argv, quick, *, host, rows, summary, skipped=None):
-  """The record of :mod:`jaxpapers.core.benchmark`; ``skipped`` says why nothing was measured."""
+  """The record of :mod:`jaxpapers.core.benchmark`; ``skipped`` says why nothing
+  was measured."""
   out = dict(
     benchmark=NAME,
     command=" ".join(["python -m benchmarks.panda_torch_hgnn", *argv]),
@@ -239,15 +283,21 @@ def _write(path, argv, quick, *, host, rows, summary, skipped=None):
 
 
 def _bench(torch, d, hidden, epochs):
-  """One dataset: interleaved JAX and torch steps plus the breakdown (see the docstring)."""
+  """One dataset: interleaved JAX and torch steps plus the breakdown (see the
+  docstring)."""
   n, m = d.num_nodes, d.incidence.num_edges
-  mf = lambda rngs: hg.HGNN(int(d.x.shape[1]), d.num_classes, hidden=hidden, dropout=0.0, rngs=rngs)
+  mf = lambda rngs: hg.HGNN(
+    int(d.x.shape[1]), d.num_classes, hidden=hidden, dropout=0.0, rngs=rngs
+  )
   graphdef, params, rest, opt = panda.init(mf, jax.random.key(0))
   mask = d.train_mask[0].astype(jnp.float32)
   step = jax.jit(
-    lambda p, o, dd, k: panda.train_step(graphdef, p, rest, o, dd, mask, k, 5e-3, 5e-4)
+    lambda p, o, dd, k: panda.train_step(
+      graphdef, p, rest, o, dd, mask, k, 5e-3, 5e-4
+    )
   )
-  nothing = jax.jit(lambda p, o, dd, k: (p, o, jnp.zeros(())))  # the fixed cost of one call
+  # the fixed cost of one call
+  nothing = jax.jit(lambda p, o, dd, k: (p, o, jnp.zeros(())))
   fwd = jax.jit(lambda p, dd: panda.eval_step(graphdef, p, rest, dd))
   tm = _torch_model(torch, _plain(nnx_state_dict(params)), d.incidence, n, m)
   x_t = torch.as_tensor(np.asarray(d.x))
@@ -262,12 +312,15 @@ def _bench(torch, d, hidden, epochs):
   def tstep(model, opt_, x, y, msk):
     opt_.zero_grad()
     out = model(x)
-    loss = (torch.nn.functional.cross_entropy(out, y, reduction="none") * msk).sum() / msk.sum()
+    loss = (
+      torch.nn.functional.cross_entropy(out, y, reduction="none") * msk
+    ).sum() / msk.sum()
     loss.backward()
     opt_.step()
     return loss
 
-  # torch on a one-node, one-hyperedge graph with the same layers: its per-operator cost
+  # torch on a one-node, one-hyperedge graph with the same layers: its
+  # per-operator cost
   tiny = hg.from_hyperedges([[0]], 1)
   tm1 = _torch_model(torch, _plain(nnx_state_dict(params)), tiny, 1, 1)
   topt1 = torch.optim.Adam(tm1.parameters(), lr=5e-3, weight_decay=5e-4)
@@ -288,13 +341,16 @@ def _bench(torch, d, hidden, epochs):
   js, ts = statistics.median(jt[skip:]), statistics.median(tt[skip:])
   reps = max(epochs, 20)
   jax.block_until_ready(nothing(p, o, d, key))
-  j_call = _median_ms(lambda: jax.block_until_ready(nothing(p, o, d, key)), reps, skip)
+  j_call = _median_ms(
+    lambda: jax.block_until_ready(nothing(p, o, d, key)), reps, skip
+  )
   j_fwd = _median_ms(lambda: jax.block_until_ready(fwd(p, d)), reps, skip)
   with torch.no_grad():
     t_fwd = _median_ms(lambda: tm(x_t), reps, skip)
   t_fixed = _median_ms(lambda: tstep(tm1, topt1, x1, y1, m1), reps, skip)
   j_in, t_in = _input_layer_ms(torch, d.x, hidden, reps, skip)
-  # JAX's step on the one-node graph too: the cost of its compiled program's operations alone
+  # JAX's step on the one-node graph too: the cost of its compiled program's
+  # operations alone
   one = np.ones((1, 1), bool)
   d1 = hg.make_data(
     tiny,
@@ -307,10 +363,14 @@ def _bench(torch, d, hidden, epochs):
     name="one-node",
   )
   step1 = jax.jit(
-    lambda p, o, dd, k: panda.train_step(graphdef, p, rest, o, dd, jnp.ones(1), k, 5e-3, 5e-4)
+    lambda p, o, dd, k: panda.train_step(
+      graphdef, p, rest, o, dd, jnp.ones(1), k, 5e-3, 5e-4
+    )
   )
   jax.block_until_ready(step1(p, o, d1, key)[2])
-  j_ops = _median_ms(lambda: jax.block_until_ready(step1(p, o, d1, key)[2]), reps, skip)
+  j_ops = _median_ms(
+    lambda: jax.block_until_ready(step1(p, o, d1, key)[2]), reps, skip
+  )
   return dict(
     dataset=d.name,
     nnz=d.incidence.nnz,
@@ -327,8 +387,8 @@ def _bench(torch, d, hidden, epochs):
     torch_over_jax=ts / js,
     jax_input_layer_ms=j_in,
     torch_input_layer_ms=t_in,
-    # torch / JAX if everything of JAX's step but its fixed call cost and the input layer
-    # (the same dense product in both frameworks) took no time
+    # torch / JAX if everything of JAX's step but its fixed call cost and the
+    # input layer (the same dense product in both frameworks) took no time
     torch_over_jax_bound=1e3 * ts / (j_call + j_in),
     jax_one_node_step_ms=j_ops,
     # torch / JAX if JAX's step cost only what it costs on a one-node graph
@@ -337,18 +397,20 @@ def _bench(torch, d, hidden, epochs):
 
 
 def _input_layer_ms(torch, x, hidden, reps, skip):
-  """``(jax_ms, torch_ms)``: the dense input layer alone, ``x W + b`` and its weight gradient.
+  """``(jax_ms, torch_ms)``: the dense input layer alone, ``x W + b`` and its
+  weight gradient.
 
-  The part of the HGNN step that is one ``[n, F] @ [F, hidden]`` product forward and one
-  ``[F, n] @ [n, hidden]`` backward in both frameworks (the data needs no gradient), timed on
-  the same clock as the step.
+  The part of the HGNN step that is one ``[n, F] @ [F, hidden]`` product forward
+  and one ``[F, n] @ [n, hidden]`` backward in both frameworks (the data needs
+  no gradient), timed on the same clock as the step.
   """
   f = int(x.shape[1])
   w = jax.random.normal(jax.random.key(0), (f, hidden)) * f**-0.5
   b = jnp.zeros((hidden,))
   g = jax.random.normal(jax.random.key(1), (int(x.shape[0]), hidden))
 
-  def fwd_bwd(w, b, x, g):  # the output too, so that the forward product is not dropped
+  # the output too, so that the forward product is not dropped
+  def fwd_bwd(w, b, x, g):
     y, pull = jax.vjp(lambda w, b: x @ w + b, w, b)
     return y, pull(g)
 

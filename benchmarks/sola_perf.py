@@ -1,23 +1,29 @@
-"""Performance targets of jaxpapers.sola (spec §7), measured side by side in one process.
+"""Performance targets of jaxpapers.sola (spec §7), measured side by side in one
+process.
 
   python -m benchmarks.sola_perf [--quick] [--only_baselines]
 
-(1) ``mcc_blocks`` throughput (tokens/s) against a pure-Python two-pointer merge of the same
-offsets and against the earlier sort-based (``np.unique`` / ``intersect1d``) partition;
+(1) ``mcc_blocks`` throughput (tokens/s) against a pure-Python two-pointer merge
+    of the same
+offsets and against the earlier sort-based (``np.unique`` / ``intersect1d``)
+partition;
 (2) ``sola_loss`` forward + backward for 1,024 aligned positions, M = 41 (k = 8, R = 4), 30
-unrolled Sinkhorn iterations, against the same call on the top-k x top-k support only (no
-neighbours, the cheapest OT), and the same call with the cost levers of §7 (fewer iterations,
-k = 4, implicit instead of unrolled differentiation); (3) one student training step with SOLA
-against a CE-only step at the experiment's shapes (batch 8 x 64, 1,024-token vocabulary, 24
-distilled blocks per window), and an ALM-style chunk-loss step; (4) teacher-cache bytes per
-token at K_c = 64; (5) the direct baselines' training step, vmapped over runs as the
-experiment trains them: one program of 4 methods x 3 seeds in which every run computes ULD,
-MinED-style and ALM-style and weights two by 0, against one program per method (3 seeds each)
-computing only its own loss (``--only_baselines`` runs this part alone). Warm-up excluded;
-interleaved repeats, best kept. ``--quick``: (1) on 20,000 offsets and (4) only: compiling the
-unrolled Sinkhorn iterations of (2) and (3) takes about 30 s of CPU. Spec targets (§7): mcc_blocks >= 1M
-tokens/s; sola_loss fwd + bwd for 1,024 positions <= 0.6 s on 2 cores; a SOLA step <= 3x a CE
-step; the teacher cache <= 400 bytes/token. Times on shared CPU cores are noisy; read the ratios.
+unrolled Sinkhorn iterations, against the same call on the top-k x top-k support
+only (no neighbours, the cheapest OT), and the same call with the cost levers of
+§7 (fewer iterations, k = 4, implicit instead of unrolled differentiation); (3)
+one student training step with SOLA against a CE-only step at the experiment's
+shapes (batch 8 x 64, 1,024-token vocabulary, 24 distilled blocks per window),
+and an ALM-style chunk-loss step; (4) teacher-cache bytes per token at K_c =
+64; (5) the direct baselines' training step, vmapped over runs as the experiment
+trains them: one program of 4 methods x 3 seeds in which every run computes ULD,
+MinED-style and ALM-style and weights two by 0, against one program per method
+(3 seeds each) computing only its own loss (``--only_baselines`` runs this part
+alone). Warm-up excluded; interleaved repeats, best kept. ``--quick``: (1) on
+20,000 offsets and (4) only: compiling the unrolled Sinkhorn iterations of (2)
+and (3) takes about 30 s of CPU. Spec targets (§7): mcc_blocks >= 1M tokens/s;
+sola_loss fwd + bwd for 1,024 positions <= 0.6 s on 2 cores; a SOLA step <= 3x a
+CE step; the teacher cache <= 400 bytes/token. Times on shared CPU cores are
+noisy; read the ratios.
 """
 
 import jax
@@ -38,7 +44,8 @@ def random_offsets(rng, n):
 
 
 def python_merge(t, s):
-  """Reference: walk both end lists and keep the equal ends (no partial-token handling)."""
+  """Reference: walk both end lists and keep the equal ends (no partial-token
+  handling)."""
   i = j = 0
   out = []
   while i < len(t) and j < len(s):
@@ -54,7 +61,8 @@ def python_merge(t, s):
 
 
 def sort_based_common_cuts(t, s):
-  """The earlier implementation's core: np.unique of each side's cuts, then intersect1d."""
+  """The earlier implementation's core: np.unique of each side's cuts, then
+  intersect1d."""
 
   def cuts(a):
     ok = np.ones(len(a), bool)
@@ -85,14 +93,21 @@ def random_table(rng, v_t, v_s, r):
 
 
 def baselines_group(rows, summary, rng, seeds=3):
-  """The experiment's baseline step, vmapped over runs: joint program vs one per loss."""
+  """The experiment's baseline step, vmapped over runs: joint program vs one per
+  loss."""
   v_s, v_t, kc, k, b, t, kd = 1024, 49152, 32, 8, 8, 64, 24
-  cfg = S.StudentConfig(vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=t)
+  cfg = S.StudentConfig(
+    vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=t
+  )
   tx = optax.adamw(1e-3)
   j = jnp.asarray
   tokens = j(rng.integers(0, v_s, (b, t)).astype(np.int32))
   pos = j(np.sort(rng.choice(t - 1, (b, kd)), 1).astype(np.int32))
-  t_logp = j(np.sort(np.log(rng.dirichlet(np.ones(kc), (b, kd))), -1)[..., ::-1].astype(np.float32))
+  t_logp = j(
+    np.sort(np.log(rng.dirichlet(np.ones(kc), (b, kd))), -1)[..., ::-1].astype(
+      np.float32
+    )
+  )
   mapped = j(rng.integers(0, v_s, (b, kd, k)).astype(np.int32))
   blk = j(np.sort(rng.integers(0, t, (b, t)), 1).astype(np.int32))
   t_tok_lp = j(np.log(rng.uniform(0.05, 0.95, (b, t))).astype(np.float32))
@@ -110,7 +125,13 @@ def baselines_group(rows, summary, rng, seeds=3):
       if "mined" in need:
         out = out + w[1] * S.mined_kl_loss(mapped, t_logp[..., :k], sl)
       if "alm" in need:
-        out = out + w[2] * S.alm_chunk_loss(t_tok_lp, blk, tl, blk, n_blocks=t, mask=blk_mask)[0]
+        out = (
+          out
+          + w[2]
+          * S.alm_chunk_loss(t_tok_lp, blk, tl, blk, n_blocks=t, mask=blk_mask)[
+            0
+          ]
+        )
       return out
 
     def step(pr, o, w):
@@ -126,7 +147,9 @@ def baselines_group(rows, summary, rng, seeds=3):
     return pr, jax.vmap(tx.init)(pr)
 
   methods = {"ce": (), "uld": ("uld",), "mined": ("mined",), "alm": ("alm",)}
-  onehot = {m: np.eye(4, 3, -1, dtype=np.float32)[i] for i, m in enumerate(methods)}
+  onehot = {
+    m: np.eye(4, 3, -1, dtype=np.float32)[i] for i, m in enumerate(methods)
+  }
   pr, o = runs(4 * seeds)
   w = j(np.repeat(np.stack(list(onehot.values())), seeds, 0))
   st_joint = make(("uld", "mined", "alm"))
@@ -141,17 +164,25 @@ def baselines_group(rows, summary, rng, seeds=3):
   rows.append(bench.timing_row("baselines_step", t, methods=4, seeds=seeds))
   summary.append(
     bench.summary(
-      f"baseline step, 4 methods x {seeds} seeds: one program per loss / one joint program",
+      (
+        f"baseline step, 4 methods x {seeds} seeds: "
+        "one program per loss / one joint program"
+      ),
       own / t["joint"].best,
       ">= 1",
-      note="the experiment trains the joint program (every run computes every loss)",
+      note=(
+        "the experiment trains the joint program (every run computes every "
+        "loss)"
+      ),
     )
   )
 
 
 def parse_args(argv=None):
   p = bench.parser(NAME, __doc__)
-  p.add_argument("--only_baselines", action="store_true", help="run part (5) alone")
+  p.add_argument(
+    "--only_baselines", action="store_true", help=("run part (5) alone")
+  )
   return p.parse_args(argv)
 
 
@@ -196,9 +227,17 @@ def main(argv=None):
   ]
 
   cache = S.TeacherCache(
-    np.zeros((1, 1, 64), np.int32), np.zeros((1, 1, 64), np.float16), np.zeros((1, 1), np.float32)
+    np.zeros((1, 1, 64), np.int32),
+    np.zeros((1, 1, 64), np.float16),
+    np.zeros((1, 1), np.float32),
   )
-  rows.append({"case": "teacher_cache", "K_c": 64, "bytes_per_token": cache.bytes_per_token})
+  rows.append(
+    {
+      "case": "teacher_cache",
+      "K_c": 64,
+      "bytes_per_token": cache.bytes_per_token,
+    }
+  )
   summary.append(
     bench.summary(
       "teacher cache at K_c = 64",
@@ -247,9 +286,10 @@ def main(argv=None):
     )
   )
 
-  # The levers spec §7 names for a missed OT target: fewer Sinkhorn iterations, a smaller
-  # support (k), and differentiating without unrolling the loop (ott's implicit / Danskin
-  # gradients). Each: fwd + bwd time for the same 1,024 positions, and its ratio to the default.
+  # The levers spec §7 names for a missed OT target: fewer Sinkhorn iterations,
+  # a smaller support (k), and differentiating without unrolling the loop (ott's
+  # implicit / Danskin gradients). Each: fwd + bwd time for the same 1,024
+  # positions, and its ratio to the default.
   levers = {
     "iters=10": dict(k=k, iters=10, unroll=True),
     "iters=20": dict(k=k, iters=20, unroll=True),
@@ -263,29 +303,44 @@ def main(argv=None):
 
     f = jax.jit(jax.grad(loss))
     try:
-      tlev = bench.side_by_side({"f": lambda f=f: f(s_logits, t_ids, t_logp, table)}, 5)["f"].best
+      tlev = bench.side_by_side(
+        {"f": lambda f=f: f(s_logits, t_ids, t_logp, table)}, 5
+      )["f"].best
     except Exception as e:
       msg = str(e).strip().splitlines()
       rows.append(
-        {"case": f"lever {name}", "failed": next((m for m in msg if "solver" in m), msg[0])}
+        {
+          "case": f"lever {name}",
+          "failed": next((m for m in msg if "solver" in m), msg[0]),
+        }
       )
       continue
     rows.append(
-      {"case": f"lever {name}", "best_s": tlev, "vs_default": tlev / out["bidirectional"]}
+      {
+        "case": f"lever {name}",
+        "best_s": tlev,
+        "vs_default": tlev / out["bidirectional"],
+      }
     )
 
-  cfg = S.StudentConfig(vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=64)
+  cfg = S.StudentConfig(
+    vocab_size=v_s, d_model=128, n_layers=2, n_heads=4, ffn_dim=384, max_len=64
+  )
   params = S.init_student(jax.random.key(0), cfg)
   tx = optax.adamw(1e-3)
   opt = tx.init(params)
   tokens = jnp.asarray(rng.integers(0, v_s, (8, 64)).astype(np.int32))
   pos = jnp.asarray(np.sort(rng.choice(63, (8, 24)), 1).astype(np.int32))
   small = random_table(rng, v_t, v_s, r)
-  b_ids, b_lp = t_ids[:192].reshape(8, 24, kc), t_logp[:192].reshape(8, 24, kc)  # p >= 192
+  # p >= 192
+  b_ids, b_lp = t_ids[:192].reshape(8, 24, kc), t_logp[:192].reshape(8, 24, kc)
 
-  # ALM-style chunk loss inputs: 24 blocks per window, block ids non-decreasing over tokens
+  # ALM-style chunk loss inputs: 24 blocks per window, block ids non-decreasing
+  # over tokens
   blk = jnp.asarray(np.sort(rng.integers(0, 24, (8, 64)), 1).astype(np.int32))
-  t_tok_lp = jnp.asarray(np.log(rng.uniform(0.05, 0.95, (8, 64))).astype(np.float32))
+  t_tok_lp = jnp.asarray(
+    np.log(rng.uniform(0.05, 0.95, (8, 64))).astype(np.float32)
+  )
 
   def make_step(kd):
     def loss(pr, tokens, pos, b_ids, b_lp, small):
@@ -308,12 +363,21 @@ def main(argv=None):
     return step
 
   batch = (tokens, pos, b_ids, b_lp, small)
-  steps = {"ce": make_step(False), "sola": make_step(True), "alm": make_step("alm")}
+  steps = {
+    "ce": make_step(False),
+    "sola": make_step(True),
+    "alm": make_step("alm"),
+  }
   ts = bench.side_by_side(
-    {name: lambda st=st: st(params, opt, *batch)[0]["embed"] for name, st in steps.items()},
+    {
+      name: lambda st=st: st(params, opt, *batch)[0]["embed"]
+      for name, st in steps.items()
+    },
     10,
   )
-  rows.append(bench.timing_row("student_step", ts, batch=8, length=64, blocks=24))
+  rows.append(
+    bench.timing_row("student_step", ts, batch=8, length=64, blocks=24)
+  )
   summary.append(
     bench.summary(
       "student step with SOLA / CE-only step",

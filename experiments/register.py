@@ -1,4 +1,5 @@
-r"""Registers an experiment's claims: writes ``experiments/<paper>/claims.lock.json``.
+r"""Registers an experiment's claims: writes
+``experiments/<paper>/claims.lock.json``.
 
 Usage::
 
@@ -6,11 +7,13 @@ Usage::
   python -m experiments.register --all               # every paper
   python -m experiments.register --all --check       # exit 1 if a lock differs from its configs
 
-The lock holds the claims of every config in ``experiments/<paper>/configs/`` that issues
-verdicts (``default.py``, ``full.py`` and the other non-smoke configs), in canonical JSON with
-their SHA-256 (:mod:`jaxpapers.core.registration`). Commit it **before** the run that it
-decides: a run whose claims are not in the committed lock refuses to start without
-``--post_hoc``, and a run is *registered* only when the lock's commit precedes it.
+The lock holds the claims of every config in ``experiments/<paper>/configs/``
+that issues verdicts (``default.py``, ``full.py`` and the other non-smoke
+configs), in canonical JSON with their SHA-256
+(:mod:`jaxpapers.core.registration`). Commit it **before** the run that it
+decides: a run whose claims are not in the committed lock refuses to start
+without ``--post_hoc``, and a run is *registered* only when the lock's commit
+precedes it.
 """
 
 from __future__ import annotations
@@ -31,15 +34,20 @@ ROOT = pathlib.Path(__file__).resolve().parent
 
 
 def papers(package_dir: pathlib.Path = ROOT) -> list[str]:
-  """The experiment folders (those with ``main.py`` and ``configs/default.py``)."""
+  """The experiment folders (those with ``main.py`` and
+  ``configs/default.py``)."""
   return sorted(
     d.name
     for d in package_dir.iterdir()
-    if d.is_dir() and (d / "main.py").exists() and (d / "configs" / "default.py").exists()
+    if d.is_dir()
+    and (d / "main.py").exists()
+    and (d / "configs" / "default.py").exists()
   )
 
 
-def verdict_configs(paper: str, *, package: str = "experiments") -> dict[str, list]:
+def verdict_configs(
+  paper: str, *, package: str = "experiments"
+) -> dict[str, list]:
   """``{config name: claims}`` of the paper's configs that issue verdicts."""
   out = {}
   for path in sorted((ROOT.parent / package / paper / "configs").glob("*.py")):
@@ -58,7 +66,9 @@ def lock_for(paper: str) -> dict:
   """The lock record the paper's configs give now."""
   configs = verdict_configs(paper)
   if not configs:
-    raise ValueError(f"{paper}: no config issues verdicts (nothing to register)")
+    raise ValueError(
+      f"{paper}: no config issues verdicts (nothing to register)"
+    )
   return registration.lock_record(paper, configs)
 
 
@@ -67,7 +77,8 @@ def lock_path(paper: str) -> pathlib.Path:
 
 
 def register(paper: str, *, check: bool = False) -> tuple[pathlib.Path, bool]:
-  """Writes (or with ``check``, compares) the paper's lock; returns (path, up to date)."""
+  """Writes (or with ``check``, compares) the paper's lock; returns (path, up to
+  date)."""
   record = lock_for(paper)
   path = lock_path(paper)
   current = json.loads(path.read_text()) if path.exists() else None
@@ -93,18 +104,28 @@ def main(argv: Sequence[str]) -> None:
     path, fresh = register(name, check=FLAGS.check)
     rel = path.relative_to(ROOT.parent)
     if FLAGS.check:
-      print(f"{rel}: {'up to date' if fresh else 'STALE (run python -m experiments.register)'}")
+      print(
+        f"{rel}: "
+        f"{'up to date' if fresh else 'STALE (run python -m experiments.register)'}"
+      )
       if not fresh:
         stale.append(name)
     else:
-      print(f"{rel}: {'unchanged' if fresh else 'written'}; commit it before the run it decides")
+      print(
+        f"{rel}: {'unchanged' if fresh else 'written'}; "
+        "commit it before the run it decides"
+      )
   if stale:
     sys.exit(1)
 
 
 if __name__ == "__main__":
-  flags.DEFINE_bool("all", False, "Register every experiment that declares claims.")
   flags.DEFINE_bool(
-    "check", False, "Write nothing; exit 1 if a lock is missing or differs from the configs."
+    "all", False, "Register every experiment that declares claims."
+  )
+  flags.DEFINE_bool(
+    "check",
+    False,
+    "Write nothing; exit 1 if a lock is missing or differs from the configs.",
   )
   app.run(main)

@@ -10,20 +10,23 @@ Usage::
 Each paper runs in its own process (``python -m experiments.<paper>.main``), so
 one paper's failure or crash is reported and the others still run. Each writes
 ``<workdir>/<paper>/results.json``; this script gathers their tables, plots,
-commands, hardware and wall times into ``<workdir>/REPORT.md``, which starts with one table of
-claim -> paper's number -> measured -> verdict for every paper. The process exits non-zero when
-any paper fails to run, and says which.
+commands, hardware and wall times into ``<workdir>/REPORT.md``, which starts
+with one table of claim -> paper's number -> measured -> verdict for every
+paper. The process exits non-zero when any paper fails to run, and says which.
 
-With ``--quick`` the smoke runs only show that the code runs: they issue no verdict, and the
-claims table shows the verdicts of the *committed* default runs
-(``experiments/<paper>/results/results.json``), with the commit that measured them, or "no
-committed run". Without ``--quick`` the verdicts come from the fresh default runs.
+With ``--quick`` the smoke runs only show that the code runs: they issue no
+verdict, and the claims table shows the verdicts of the *committed* default runs
+(``experiments/<paper>/results/results.json``), with the commit that measured
+them, or "no committed run". Without ``--quick`` the verdicts come from the
+fresh default runs.
 
-``--rejudge`` applies the claims of the committed ``claims.lock.json`` (the entry of the
-config that produced each file; and the experiment's ``train.rejudge_metrics(metrics,
-config)`` or one-argument ``train.derived_metrics``, if any) to every committed ``results/**/results.json`` with a claims block, and writes the
-claims block and the registration status (*rejudged* unless the run was registered under the
-same rules) back into the file; no measured number changes.
+``--rejudge`` applies the claims of the committed ``claims.lock.json`` (the
+entry of the config that produced each file; and the experiment's
+``train.rejudge_metrics(metrics, config)`` or one-argument
+``train.derived_metrics``, if any) to every committed
+``results/**/results.json`` with a claims block, and writes the claims block and
+the registration status (*rejudged* unless the run was registered under the same
+rules) back into the file; no measured number changes.
 """
 
 from __future__ import annotations
@@ -50,28 +53,44 @@ from jaxpapers.core import results as results_lib
 _QUICK = flags.DEFINE_bool(
   "quick", False, "Run the seconds-long smoke configs instead of the defaults."
 )
-_ONLY = flags.DEFINE_list("only", [], "Comma-separated paper names to run (default: all found).")
-_WORKDIR = flags.DEFINE_string("workdir", "runs/reproduce", "Where results and REPORT.md go.")
+_ONLY = flags.DEFINE_list(
+  "only", [], "Comma-separated paper names to run (default: all found)."
+)
+_WORKDIR = flags.DEFINE_string(
+  "workdir", "runs/reproduce", "Where results and REPORT.md go."
+)
 _TIMEOUT = flags.DEFINE_integer(
   "timeout_per_paper", 3 * 3600, "Seconds before a paper's run is stopped."
 )
 _REJUDGE = flags.DEFINE_list(
   "rejudge",
   [],
-  "Re-judge these papers' committed results files (all: every paper) under their "
-  "committed claims.lock.json, then exit (runs nothing).",
+  (
+    "Re-judge these papers' committed results files (all: "
+    "every paper) under their committed claims.lock.json, "
+    "then exit (runs nothing)."
+  ),
 )
-_PACKAGE = flags.DEFINE_string("package", "experiments", "The package holding the paper folders.")
-_PACKAGE_DIR = flags.DEFINE_string("package_dir", "", "Its folder (default: next to this file).")
+_PACKAGE = flags.DEFINE_string(
+  "package", "experiments", "The package holding the paper folders."
+)
+_PACKAGE_DIR = flags.DEFINE_string(
+  "package_dir", "", "Its folder (default: next to this file)."
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def discover(package_dir: pathlib.Path) -> list[str]:
-  """Names of the experiment folders that have main.py and configs/default.py."""
+  """Names of the experiment folders that have main.py and
+  configs/default.py."""
   found = []
   for d in sorted(package_dir.iterdir()):
-    if d.is_dir() and (d / "main.py").exists() and (d / "configs" / "default.py").exists():
+    if (
+      d.is_dir()
+      and (d / "main.py").exists()
+      and (d / "configs" / "default.py").exists()
+    ):
       found.append(d.name)
   return found
 
@@ -94,13 +113,15 @@ def _fresh_results(
 ) -> tuple[dict | None, str | None]:
   """Reads the results.json a child run wrote, refusing one it did not write.
 
-  A results file counts as written by this invocation when it did not exist before the child
-  started, or when it was replaced since (another inode, size or modification time), and, if it
-  records a ``run_id``, that id is the one this invocation gave the child.
+  A results file counts as written by this invocation when it did not exist
+  before the child started, or when it was replaced since (another inode, size
+  or modification time), and, if it records a ``run_id``, that id is the one
+  this invocation gave the child.
 
   Args:
     path: ``<workdir>/<paper>/results.json``.
-    before: :func:`_file_identity` of ``path`` taken just before the child started.
+    before: :func:`_file_identity` of ``path`` taken just before the child
+      started.
     run_id: the id passed to the child in ``$JAXPAPERS_RUN_ID``.
 
   Returns:
@@ -111,19 +132,23 @@ def _fresh_results(
     return None, "finished without writing results.json"
   if before is not None and after == before:
     return None, (
-      f"stale results.json: exit code 0, but {path} is the file that was there before the run "
-      "started; this run did not write it"
+      f"stale results.json: exit code 0, but {path} is the file that was "
+      "there before the run started; this run did not write it"
     )
   try:
     results = json.loads(path.read_text())
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     return None, f"unreadable results.json ({path}: {e})"
   if not isinstance(results, dict):
-    return None, f"unreadable results.json ({path} holds a {type(results).__name__}, not an object)"
+    return None, (
+      f"unreadable results.json ({path} holds a {type(results).__name__}, "
+      "not an object)"
+    )
   recorded = results.get("run_id")
   if recorded is not None and recorded != run_id:
     return None, (
-      f"stale results.json: {path} records run_id {recorded!r}, not this run's {run_id!r}"
+      f"stale results.json: {path} records run_id {recorded!r}, "
+      f"not this run's {run_id!r}"
     )
   return results, None
 
@@ -138,12 +163,14 @@ def run_paper(
   timeout_s: float,
   env: dict[str, str] | None = None,
 ) -> dict:
-  """Runs one paper's binary in a subprocess and returns its record for the report.
+  """Runs one paper's binary in a subprocess and returns its record for the
+  report.
 
-  The paper is ``ok`` only when the binary exits 0 *and* ``<workdir>/<name>/results.json`` was
-  written by this run: the child gets a fresh id in ``$JAXPAPERS_RUN_ID``, and a file that is
-  unchanged since before the start, or that records another ``run_id``, is reported as
-  ``failed`` with the error "stale results.json".
+  The paper is ``ok`` only when the binary exits 0 *and*
+  ``<workdir>/<name>/results.json`` was written by this run: the child gets a
+  fresh id in ``$JAXPAPERS_RUN_ID``, and a file that is unchanged since before
+  the start, or that records another ``run_id``, is reported as ``failed`` with
+  the error "stale results.json".
   """
   config_name = "smoke" if quick else "default"
   config = package_dir / name / "configs" / f"{config_name}.py"
@@ -157,8 +184,8 @@ def run_paper(
     f"--workdir={paper_dir}",
   ]
   shown = (
-    f"python -m {package}.{name}.main --config={package}/{name}/configs/{config_name}.py "
-    f"--workdir={paper_dir}"
+    f"python -m {package}.{name}.main "
+    f"--config={package}/{name}/configs/{config_name}.py --workdir={paper_dir}"
   )
   log_path = paper_dir / "log.txt"
   results_path = paper_dir / "results.json"
@@ -204,7 +231,8 @@ def run_paper(
 
 
 def _import(package: str, package_dir: pathlib.Path, module: str):
-  """Imports ``<package>.<module>`` with ``package_dir``'s parent on sys.path; None if absent."""
+  """Imports ``<package>.<module>`` with ``package_dir``'s parent on sys.path;
+  None if absent."""
   import importlib  # pylint: disable=import-outside-toplevel
 
   parent = str(package_dir.resolve().parent)
@@ -213,31 +241,43 @@ def _import(package: str, package_dir: pathlib.Path, module: str):
   loaded = sys.modules.get(package)
   here = pathlib.Path(getattr(loaded, "__file__", None) or "").resolve().parent
   if loaded is not None and here != package_dir.resolve():
-    for key in [k for k in sys.modules if k == package or k.startswith(package + ".")]:
-      del sys.modules[key]  # a package of the same name from another folder (tests)
+    for key in [
+      k for k in sys.modules if k == package or k.startswith(package + ".")
+    ]:
+      # a package of the same name from another folder (tests)
+      del sys.modules[key]
     importlib.invalidate_caches()
   try:
     return importlib.import_module(f"{package}.{module}")
   except ModuleNotFoundError as e:
-    if e.name and (f"{package}.{module}".startswith(e.name) or e.name.startswith(f"{package}.")):
+    if e.name and (
+      f"{package}.{module}".startswith(e.name)
+      or e.name.startswith(f"{package}.")
+    ):
       return None
     raise
 
 
-def declared_claims(name: str, *, package: str, package_dir: pathlib.Path) -> list:
-  """The claims declared in ``<paper>/configs/default.py`` (``get_config().claims``), or []."""
+def declared_claims(
+  name: str, *, package: str, package_dir: pathlib.Path
+) -> list:
+  """The claims declared in ``<paper>/configs/default.py``
+  (``get_config().claims``), or []."""
   mod = _import(package, package_dir, f"{name}.configs.default")
   if mod is None or not hasattr(mod, "get_config"):
     return []
   return claims_lib.parse_claims(mod.get_config().get("claims"))
 
 
-def committed_results_path(name: str, package_dir: pathlib.Path) -> pathlib.Path:
+def committed_results_path(
+  name: str, package_dir: pathlib.Path
+) -> pathlib.Path:
   return package_dir / name / "results" / "results.json"
 
 
 def results_files(name: str, package_dir: pathlib.Path) -> list[pathlib.Path]:
-  """Every committed ``results.json`` under ``<paper>/results/`` (the main one first)."""
+  """Every committed ``results.json`` under ``<paper>/results/`` (the main one
+  first)."""
   out = []
   for path in sorted((package_dir / name / "results").rglob("results.json")):
     rec = json.loads(path.read_text())
@@ -250,9 +290,14 @@ def results_files(name: str, package_dir: pathlib.Path) -> list[pathlib.Path]:
 
 
 def rejudge_file(
-  path: pathlib.Path, name: str, *, package: str = "experiments", package_dir: pathlib.Path
+  path: pathlib.Path,
+  name: str,
+  *,
+  package: str = "experiments",
+  package_dir: pathlib.Path,
 ) -> dict:
-  """Re-judges one committed results file under the paper's committed claims lock.
+  """Re-judges one committed results file under the paper's committed claims
+  lock.
 
   The claims come from the lock entry of the config that produced the file (its
   registration, else the ``--config=.../configs/<name>.py`` of its command); see
@@ -269,8 +314,9 @@ def rejudge_file(
   lock = registration.committed_lock(lock_file) if lock_file.exists() else None
   if lock is None:
     raise FileNotFoundError(
-      f"rejudge: {name} has no committed {registration.LOCK_FILE}; register the claims "
-      f"(python -m experiments.register {name}) and commit the lock first"
+      f"rejudge: {name} has no committed {registration.LOCK_FILE}; "
+      f"register the claims (python -m experiments.register {name}) and "
+      "commit the lock first"
     )
   out = rejudge_lib.rejudge_record(
     rec,
@@ -285,15 +331,20 @@ def rejudge_file(
 
 
 def rejudge(
-  name: str, *, package: str = "experiments", package_dir: pathlib.Path | None = None
+  name: str,
+  *,
+  package: str = "experiments",
+  package_dir: pathlib.Path | None = None,
 ) -> list[pathlib.Path]:
-  """Re-judges every committed results file of a paper (see :func:`rejudge_file`).
+  """Re-judges every committed results file of a paper (see
+  :func:`rejudge_file`).
 
   Returns:
     The paths rewritten.
 
   Raises:
-    FileNotFoundError: if the paper has no committed results or no committed lock.
+    FileNotFoundError: if the paper has no committed results or no committed
+      lock.
   """
   package_dir = package_dir or ROOT / package
   paths = results_files(name, package_dir)
@@ -308,7 +359,11 @@ def rejudge(
 
 
 def claims_rows(
-  records: Sequence[dict], *, quick: bool, package: str, package_dir: pathlib.Path
+  records: Sequence[dict],
+  *,
+  quick: bool,
+  package: str,
+  package_dir: pathlib.Path,
 ) -> list[list[str]]:
   """Rows paper | claim | paper's number | measured | verdict | measured in, for every paper."""
   rows = []
@@ -317,27 +372,48 @@ def claims_rows(
     if quick:
       path = committed_results_path(name, package_dir)
       res = json.loads(path.read_text()) if path.exists() else None
-      where = None if res is None else f"{rejudge_lib.measured_in(res)} (committed default run)"
+      where = (
+        None
+        if res is None
+        else f"{rejudge_lib.measured_in(res)} (committed default run)"
+      )
       missing = "no committed run"
     else:
       res = r.get("results") if r["status"] == "ok" else None
-      where = None if res is None else f"{rejudge_lib.measured_in(res)} (this run)"
+      where = (
+        None if res is None else f"{rejudge_lib.measured_in(res)} (this run)"
+      )
       missing = "run failed"
     recs = (res or {}).get("claims") or []
     if res is not None and "claims" not in res:
-      missing = "committed run not judged" if quick else "the run wrote no claims"
+      missing = (
+        "committed run not judged" if quick else "the run wrote no claims"
+      )
     if not recs:
       try:
-        declared = declared_claims(name, package=package, package_dir=package_dir)
+        declared = declared_claims(
+          name, package=package, package_dir=package_dir
+        )
       except Exception as e:  # pylint: disable=broad-except
-        rows.append([name, f"claims could not be read: {e}", "-", "–", "-", "-", "-", "-"])
+        rows.append(
+          [name, f"claims could not be read: {e}", "-", "–", "-", "-", "-", "-"]
+        )
         continue
       if not declared:
         rows.append([name, "no claims declared", "-", "–", "-", "-", "-", "-"])
       for c in declared:
         cd = c.to_dict()
         rows.append(
-          [name, f"{c.statement} (`{c.id}`)", report.paper_cell(cd), "–", missing, "-", "-", "-"]
+          [
+            name,
+            f"{c.statement} (`{c.id}`)",
+            report.paper_cell(cd),
+            "–",
+            missing,
+            "-",
+            "-",
+            "-",
+          ]
         )
       continue
     desc = registration.describe(res)
@@ -348,7 +424,8 @@ def claims_rows(
           name,
           f"{cd.get('statement', '')} (`{cd.get('id', '')}`)",
           report.paper_cell(cd),
-          report.measured_cell(rec) + (" (upper bound)" if cd.get("oracle") else ""),
+          report.measured_cell(rec)
+          + (" (upper bound)" if cd.get("oracle") else ""),
           report.verdict_text(rec),
           desc["status"],
           desc["registered_at"],
@@ -389,7 +466,8 @@ def write_report(
   package: str = "experiments",
   package_dir: pathlib.Path | None = None,
 ) -> pathlib.Path:
-  """Writes ``<workdir>/REPORT.md`` from the per-paper records; it opens with the claims table."""
+  """Writes ``<workdir>/REPORT.md`` from the per-paper records; it opens with
+  the claims table."""
   package_dir = package_dir or ROOT / package
   now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
   mode = (
@@ -409,15 +487,28 @@ def write_report(
     "",
   ]
   if records:
-    lines += _claims_section(records, quick=quick, package=package, package_dir=package_dir)
-    lines += ["## Runs", "", "| paper | status | wall time (s) |", "|---|---|---|"]
+    lines += _claims_section(
+      records, quick=quick, package=package, package_dir=package_dir
+    )
+    lines += [
+      "## Runs",
+      "",
+      "| paper | status | wall time (s) |",
+      "|---|---|---|",
+    ]
     for r in records:
-      lines.append(f"| [{r['name']}](#{r['name']}) | {r['status']} | {r['wall_time_s']:.1f} |")
+      lines.append(
+        f"| [{r['name']}](#{r['name']}) | {r['status']} | "
+        f"{r['wall_time_s']:.1f} |"
+      )
     lines.append("")
   else:
     lines += [
-      "No paper experiments are implemented yet (no `experiments/<paper>/configs/default.py` "
-      "was found), so there is nothing to reproduce.",
+      (
+        "No paper experiments are implemented yet (no "
+        "`experiments/<paper>/configs/default.py` was found), "
+        "so there is nothing to reproduce."
+      ),
       "",
     ]
   for r in records:
@@ -428,22 +519,39 @@ def write_report(
 
 
 def _claims_section(
-  records: Sequence[dict], *, quick: bool, package: str, package_dir: pathlib.Path
+  records: Sequence[dict],
+  *,
+  quick: bool,
+  package: str,
+  package_dir: pathlib.Path,
 ) -> list[str]:
-  """The report's "Claims" lines: where the verdicts come from, the table, the failed papers."""
+  """The report's "Claims" lines: where the verdicts come from, the table, the
+  failed papers."""
   if quick:
     where = [
-      "The smoke runs below only show that the code runs; they issue no verdict. The "
-      "measured values and verdicts here are those of the committed default runs "
-      f"(`{package}/<paper>/results/results.json`), with the commit that measured them.",
+      "The smoke runs below only show that the code runs; "
+      "they issue no verdict. The measured values and verdicts here are "
+      "those of the committed default runs "
+      f"(`{package}/<paper>/results/results.json`), "
+      "with the commit that measured them.",
     ]
   else:
     where = [
-      "Measured values and verdicts from this run's default configs; each rule was "
-      "declared in the paper's `configs/default.py` before the run.",
+      "Measured values and verdicts from this run's default configs; "
+      "each rule was declared in the paper's `configs/default.py` before the "
+      "run.",
     ]
-  rows = claims_rows(records, quick=quick, package=package, package_dir=package_dir)
-  lines = ["## Claims", "", *where, "", core.markdown_table(list(_CLAIMS_HEADER), rows), ""]
+  rows = claims_rows(
+    records, quick=quick, package=package, package_dir=package_dir
+  )
+  lines = [
+    "## Claims",
+    "",
+    *where,
+    "",
+    core.markdown_table(list(_CLAIMS_HEADER), rows),
+    "",
+  ]
   failed = [r["name"] for r in records if r["status"] != "ok"]
   if failed:
     lines += [f"**Failed to run: {', '.join(failed)}.**", ""]
@@ -451,7 +559,8 @@ def _claims_section(
 
 
 def _paper_section(r: dict, *, quick: bool) -> list[str]:
-  """One paper's report lines: its command, then its failure or its claims, table and plots."""
+  """One paper's report lines: its command, then its failure or its claims,
+  table and plots."""
   lines = [f"## {r['name']}", "", f"Command: `{r['command']}`", ""]
   if r["status"] != "ok":
     return lines + [
@@ -464,9 +573,14 @@ def _paper_section(r: dict, *, quick: bool) -> list[str]:
     ]
   res = r["results"]
   if res.get("claims") and not quick:  # a smoke run's own values are no verdict
-    lines += [core.claims_table(res["claims"], registration=registration.describe(res)), ""]
+    lines += [
+      core.claims_table(res["claims"], registration=registration.describe(res)),
+      "",
+    ]
   wall = res.get("wall_time_s")
-  lines.append(f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else "")
+  lines.append(
+    f"Run wall time: {wall:.1f} s." if isinstance(wall, (int, float)) else ""
+  )
   lines.append("")
   if res.get("table_markdown"):
     lines += [res["table_markdown"].rstrip(), ""]
@@ -490,14 +604,17 @@ def reproduce(
   timeout_s: float = 3 * 3600,
   env: dict[str, str] | None = None,
 ) -> Outcome:
-  """Runs the selected papers and writes REPORT.md; returns its path and the failed papers."""
+  """Runs the selected papers and writes REPORT.md; returns its path and the
+  failed papers."""
   package_dir = package_dir or ROOT / package
   workdir = pathlib.Path(workdir).resolve()
   workdir.mkdir(parents=True, exist_ok=True)
   names = discover(package_dir)
   unknown = sorted(set(only) - set(names))
   if unknown:
-    raise ValueError(f"--only names unknown paper(s) {unknown}; available: {names}")
+    raise ValueError(
+      f"--only names unknown paper(s) {unknown}; available: {names}"
+    )
   if only:
     names = [n for n in names if n in only]
   if not names:
@@ -507,7 +624,9 @@ def reproduce(
   bar = core.progress(names, desc="papers")
   for name in bar:
     bar.set_postfix_str(name)
-    logging.info("Running %s (%s config)...", name, "smoke" if quick else "default")
+    logging.info(
+      "Running %s (%s config)...", name, "smoke" if quick else "default"
+    )
     rec = run_paper(
       name,
       package=package,
@@ -521,7 +640,10 @@ def reproduce(
       logging.info("%s finished in %.1f s.", name, rec["wall_time_s"])
     else:
       logging.error(
-        "%s FAILED (%s); see %s. Continuing with the others.", name, rec["error"], rec["log"]
+        "%s FAILED (%s); see %s. Continuing with the others.",
+        name,
+        rec["error"],
+        rec["log"],
       )
     records.append(rec)
   report_path = write_report(
@@ -545,7 +667,8 @@ def reproduce(
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-  """What :func:`reproduce` did: the report's path and the papers that failed to run."""
+  """What :func:`reproduce` did: the report's path and the papers that failed to
+  run."""
 
   report: pathlib.Path
   failed: tuple[str, ...]
@@ -560,7 +683,9 @@ def main(argv: Sequence[str]) -> None:
     if names == ["all"]:
       names = discover(package_dir or ROOT / _PACKAGE.value)
     for name in names:
-      for path in rejudge(name, package=_PACKAGE.value, package_dir=package_dir):
+      for path in rejudge(
+        name, package=_PACKAGE.value, package_dir=package_dir
+      ):
         print(f"Re-judged {name}: {path}")
     return
   out = reproduce(

@@ -1,21 +1,24 @@
-"""The bad-input battery: a table of malformed calls, run eagerly and under ``jax.jit``.
+"""The bad-input battery: a table of malformed calls, run eagerly and under
+``jax.jit``.
 
 Each package's ``tests/<pkg>/test_bad_input.py`` declares ``CASES`` (a list of
-:class:`Case`) and the public names it deliberately leaves out (``EXEMPT``, name ->
-reason), then calls :func:`parametrize` and :func:`assert_covers`. A public function
-added to a package without a row in its table fails ``assert_covers``.
+:class:`Case`) and the public names it deliberately leaves out (``EXEMPT``, name
+-> reason), then calls :func:`parametrize` and :func:`assert_covers`. A public
+function added to a package without a row in its table fails ``assert_covers``.
 
 What a case expects, by mode (the project's policy, see ``jaxpapers.core``):
 
 * eagerly: ``error`` is raised and its message contains ``match`` (a regex);
 * under jit, ``jit`` says what must happen when the array arguments are tracers:
   - ``"same"``: the same error at trace time (shapes, dtypes, static config);
-  - ``"nan"``: no error, and every float output is NaN (a value check that cannot
-    raise under jit poisons the result instead of returning a plausible number);
-    a case whose poisoned output is not a float (e.g. generated token ids set to
-    -1) gives ``jit_check``, a callable that asserts on the jitted output instead;
-  - ``"checkify"``: ``jax.experimental.checkify`` surfaces the error: running the
-    jitted, checkified function and calling ``err.throw()`` raises ``error``;
+  - ``"nan"``: no error, and every float output is NaN (a value check that
+    cannot raise under jit poisons the result instead of returning a plausible
+    number); a case whose poisoned output is not a float (e.g. generated token
+    ids set to -1) gives ``jit_check``, a callable that asserts on the jitted
+    output instead;
+  - ``"checkify"``: ``jax.experimental.checkify`` surfaces the error: running
+    the jitted, checkified function and calling ``err.throw()`` raises
+    ``error``;
   - ``None``: not applicable (the function is host-side: files, parsing, numpy
     data building); ``jit_reason`` says why.
 
@@ -45,11 +48,12 @@ class Case:
 
   Attributes:
     name: the public name under test, e.g. ``"metrics.accuracy"`` (used by
-      :func:`assert_covers`; the part after the last dot must be in the package's
-      ``__all__``).
+      :func:`assert_covers`; the part after the last dot must be in the
+      package's ``__all__``).
     fn: the callable.
-    args: positional arguments. Under jit, the array-like ones (numpy/JAX arrays)
-      are passed as traced arguments; everything else is closed over as static.
+    args: positional arguments. Under jit, the array-like ones (numpy/JAX
+      arrays) are passed as traced arguments; everything else is closed over as
+      static.
     kwargs: keyword arguments, always closed over (static under jit).
     error: the exception type (or tuple of types) expected.
     match: a regex that must be found in the message: name the argument and the
@@ -84,7 +88,8 @@ def _is_array(x: Any) -> bool:
 
 
 def _split(args: Sequence[Any]):
-  """Indices of array args (traced under jit) and a function rebuilding the call."""
+  """Indices of array args (traced under jit) and a function rebuilding the
+  call."""
   traced = [i for i, a in enumerate(args) if _is_array(a)]
 
   def rebuild(dynamic):
@@ -106,7 +111,9 @@ def _float_leaves(out: Any) -> list[np.ndarray]:
   leaves = []
   for leaf in jax.tree_util.tree_leaves(out):
     arr = np.asarray(leaf)
-    if np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.complexfloating):
+    if np.issubdtype(arr.dtype, np.floating) or np.issubdtype(
+      arr.dtype, np.complexfloating
+    ):
       leaves.append(arr)
   return leaves
 
@@ -132,12 +139,14 @@ def run_jit(case: Case) -> None:
     assert leaves, f"{case.name}: jit='nan' but the output has no float leaves"
     for arr in leaves:
       assert np.all(np.isnan(arr)), (
-        f"{case.name} under jit returned {arr!r}; bad input must give NaN, not a number"
+        f"{case.name} under jit returned {arr!r}; bad input must give NaN, "
+        "not a number"
       )
   else:  # checkify
     checked = jax.jit(checkify.checkify(call, errors=checkify.user_checks))
     err, _ = checked(*dynamic)
-    with pytest.raises(Exception, match=case.match):  # checkify raises its own error type
+    # checkify raises its own error type
+    with pytest.raises(Exception, match=case.match):
       err.throw()
 
 
@@ -147,7 +156,8 @@ def parametrize(cases: Sequence[Case]):
   for c in cases:
     cid = c.id or c.name
     params.append(pytest.param(c, "eager", id=f"{cid}-eager"))
-    if c.jit is not None:  # host-side functions have no jit mode (jit_reason says why)
+    # host-side functions have no jit mode (jit_reason says why)
+    if c.jit is not None:
       params.append(pytest.param(c, "jit", id=f"{cid}-jit"))
   return pytest.mark.parametrize(("case", "mode"), params)
 
@@ -167,19 +177,27 @@ def public_callables(module: Any) -> list[str]:
   return [n for n in names if callable(getattr(module, n))]
 
 
-def assert_covers(module: Any, cases: Iterable[Case], exempt: Mapping[str, str]) -> None:
+def assert_covers(
+  module: Any, cases: Iterable[Case], exempt: Mapping[str, str]
+) -> None:
   """Every public callable of ``module`` has a case or a stated exemption."""
   covered = {c.name.rsplit(".", 1)[-1] for c in cases}
-  missing = [n for n in public_callables(module) if n not in covered and n not in exempt]
+  missing = [
+    n for n in public_callables(module) if n not in covered and n not in exempt
+  ]
   assert not missing, (
-    f"public callables of {module.__name__} with no bad-input case and no exemption: {missing}"
+    f"public callables of {module.__name__} with no bad-input case and no "
+    f"exemption: {missing}"
   )
   stale = [n for n in exempt if n not in getattr(module, "__all__", [])]
-  assert not stale, f"exemptions name things not in {module.__name__}.__all__: {stale}"
+  assert not stale, (
+    f"exemptions name things not in {module.__name__}.__all__: {stale}"
+  )
   for n, why in exempt.items():
     assert why.strip(), f"exemption {n} needs a reason"
 
 
 def message_names(fragment: str) -> str:
-  """A regex fragment matching ``fragment`` literally (for names with brackets)."""
+  """A regex fragment matching ``fragment`` literally (for names with
+  brackets)."""
   return re.escape(fragment)

@@ -4,13 +4,15 @@ Every sharded code path is exercised against the single-device path on these
 devices, so a sharding bug shows up as a numerical mismatch on a laptop.
 
 Compiled XLA executables are kept in JAX's persistent compilation cache
-(``.pytest_cache/jax`` in the repository root, or ``$JAXPAPERS_TEST_JAX_CACHE``; set that
-variable to ``0`` to turn the cache off, delete the folder to empty it). Most of the suite's
-time is XLA compilation, so a second run, the other xdist worker and the notebook kernels
-(which inherit the environment) reuse compilations instead of redoing them. The cache is
-size-capped (4 GiB, least recently used entries go first), which makes JAX hold a file lock
-(``filelock``, installed with the ``lm`` extra) around every read and write, so concurrent
-workers never see half-written entries; without ``filelock`` the cache stays off.
+(``.pytest_cache/jax`` in the repository root, or ``$JAXPAPERS_TEST_JAX_CACHE``;
+set that variable to ``0`` to turn the cache off, delete the folder to empty
+it). Most of the suite's time is XLA compilation, so a second run, the other
+xdist worker and the notebook kernels (which inherit the environment) reuse
+compilations instead of redoing them. The cache is size-capped (4 GiB, least
+recently used entries go first), which makes JAX hold a file lock (``filelock``,
+installed with the ``lm`` extra) around every read and write, so concurrent
+workers never see half-written entries; without ``filelock`` the cache stays
+off.
 """
 
 import os
@@ -22,7 +24,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
   _flags += " --xla_force_host_platform_device_count=8"
-# Compile-bound tiny programs: no LLVM optimisation passes (see tests/xla_flags.py).
+# Compile-bound tiny programs: no LLVM optimisation passes (see
+# tests/xla_flags.py).
 os.environ["XLA_FLAGS"] = xla_flags.fast_compile(_flags.strip())
 
 _cache = os.environ.get(
@@ -34,10 +37,12 @@ try:
 except ImportError:  # no safe sharing between processes: no cache
   _cache = ""
 if _cache not in ("", "0") and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-  # Environment variables, so that the notebook kernels the tests start share the cache.
+  # Environment variables, so that the notebook kernels the tests start share
+  # the cache.
   os.environ["JAX_COMPILATION_CACHE_DIR"] = _cache
-  # Only programs that took >= 1 s to compile: the size cap makes JAX stat every entry on each
-  # write, so caching the thousands of tiny test programs would cost more than it saves.
+  # Only programs that took >= 1 s to compile: the size cap makes JAX stat every
+  # entry on each write, so caching the thousands of tiny test programs would
+  # cost more than it saves.
   os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "1"
   os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 * 2**30)
 

@@ -43,7 +43,14 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # Variables that would make a worker believe it is part of another job.
-_SCRUBBED_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "TPU_", "MEGASCALE_", "PYTEST_")
+_SCRUBBED_PREFIXES = (
+  "SLURM_",
+  "OMPI_",
+  "PMI_",
+  "TPU_",
+  "MEGASCALE_",
+  "PYTEST_",
+)
 _SCRUBBED = (
   "JAXPAPERS_DISTRIBUTED",
   "JAX_COORDINATOR_ADDRESS",
@@ -59,7 +66,8 @@ _LOG_TAIL = 4000
 
 
 class MultiprocessError(AssertionError):
-  """A worker failed or the job timed out; the message holds every process's log tail."""
+  """A worker failed or the job timed out; the message holds every process's log
+  tail."""
 
 
 @dataclasses.dataclass
@@ -71,7 +79,8 @@ class ProcessRun:
     returncode: its exit status (0: success).
     stdout: everything it printed to stdout.
     stderr: everything it printed to stderr (absl logs, progress bars).
-    output: the JSON value it returned (:func:`run_function` only), else ``None``.
+    output: the JSON value it returned (:func:`run_function` only), else
+      ``None``.
   """
 
   process_id: int
@@ -113,8 +122,12 @@ def worker_env(
     for f in out.get("XLA_FLAGS", "").split()
     if not f.startswith("--xla_force_host_platform_device_count")
   ]
-  xla_flags.append(f"--xla_force_host_platform_device_count={devices_per_process}")
-  python_path = [str(ROOT)] + [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
+  xla_flags.append(
+    f"--xla_force_host_platform_device_count={devices_per_process}"
+  )
+  python_path = [str(ROOT)] + [
+    p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p
+  ]
   out.update(
     JAX_PLATFORMS="cpu",
     XLA_FLAGS=" ".join(xla_flags),
@@ -134,7 +147,8 @@ def worker_env(
 
 
 def _live_members(pgid: int) -> list[int]:
-  """The running (not zombie) processes of group ``pgid``; ``[]`` where /proc is absent."""
+  """The running (not zombie) processes of group ``pgid``; ``[]`` where /proc is
+  absent."""
   pids = []
   for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
     try:
@@ -154,7 +168,9 @@ def _kill_group(proc: subprocess.Popen, wait: float = 10.0) -> None:
     pass
   try:
     proc.wait(timeout=wait)
-  except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not wait on anything
+  except (
+    subprocess.TimeoutExpired
+  ):  # pragma: no cover - SIGKILL does not wait on anything
     pass
   deadline = time.monotonic() + wait  # signals are delivered asynchronously
   while _live_members(proc.pid) and time.monotonic() < deadline:
@@ -185,10 +201,12 @@ def launch(
     timeout: seconds for the whole job.
     env: environment overrides for every process (``None`` values remove).
     cwd: the processes' working directory (the repository root by default).
-    log_dir: where ``process_<i>.out``/``.err`` go (a temporary folder by default).
+    log_dir: where ``process_<i>.out``/``.err`` go (a temporary folder by
+      default).
 
   Returns:
-    One :class:`ProcessRun` per process, in process order, all with return code 0.
+    One :class:`ProcessRun` per process, in process order, all with return code
+    0.
 
   Raises:
     MultiprocessError: as soon as one process exits non-zero (the others are
@@ -204,15 +222,20 @@ def launch(
     )
   for attempt in range(3):
     try:
-      return _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, log_dir)
+      return _launch_once(
+        argv, num_processes, devices_per_process, timeout, env, cwd, log_dir
+      )
     except MultiprocessError as e:
-      # The free port was taken between choosing it and the coordinator binding it.
+      # The free port was taken between choosing it and the coordinator binding
+      # it.
       if attempt == 2 or "already in use" not in str(e).lower():
         raise
   raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, log_dir):
+def _launch_once(
+  argv, num_processes, devices_per_process, timeout, env, cwd, log_dir
+):
   with tempfile.TemporaryDirectory(prefix="multiprocess_logs_") as tmp:
     logs = pathlib.Path(log_dir or tmp)
     logs.mkdir(parents=True, exist_ok=True)
@@ -233,7 +256,11 @@ def _launch_once(argv, num_processes, devices_per_process, timeout, env, cwd, lo
               stdout=out,
               stderr=err,
               env=worker_env(
-                i, num_processes, port, devices_per_process=devices_per_process, env=env
+                i,
+                num_processes,
+                port,
+                devices_per_process=devices_per_process,
+                env=env,
               ),
               start_new_session=True,
             )
@@ -327,15 +354,21 @@ def run_function(
       env=env,
     )
     for r in runs:
-      r.output = json.loads((pathlib.Path(tmp) / f"output_{r.process_id}.json").read_text())
+      r.output = json.loads(
+        (pathlib.Path(tmp) / f"output_{r.process_id}.json").read_text()
+      )
   return runs
 
 
 def _worker(args: Sequence[str] | None = None) -> None:
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--target", required=True)
-  parser.add_argument("--kwargs", required=True, help="a JSON file of keyword arguments")
-  parser.add_argument("--output", required=True, help="where the JSON result goes")
+  parser.add_argument(
+    "--kwargs", required=True, help=("a JSON file of keyword arguments")
+  )
+  parser.add_argument(
+    "--output", required=True, help=("where the JSON result goes")
+  )
   parser.add_argument("--devices", type=int, required=True)
   opts = parser.parse_args(args)
 

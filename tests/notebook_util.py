@@ -20,7 +20,9 @@ from nbclient import NotebookClient
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def run_notebook(path: str | os.PathLike[str], timeout: int = 300) -> nbformat.NotebookNode:
+def run_notebook(
+  path: str | os.PathLike[str], timeout: int = 300
+) -> nbformat.NotebookNode:
   """Executes every cell of ``path`` (relative to the repo root or absolute).
 
   Returns the executed notebook; a failing cell raises ``CellExecutionError``
@@ -34,7 +36,8 @@ def run_notebook(path: str | os.PathLike[str], timeout: int = 300) -> nbformat.N
   os.environ["JAXPAPERS_SMOKE"] = "1"
   os.environ["JAXPAPERS_NO_PROGRESS"] = "1"
   os.environ["MPLBACKEND"] = "Agg"
-  # A single device in the kernel, whatever the test process uses; other XLA flags carry over.
+  # A single device in the kernel, whatever the test process uses; other XLA
+  # flags carry over.
   xla_flags = [
     f
     for f in os.environ.get("XLA_FLAGS", "").split()

@@ -1,8 +1,9 @@
 """The committed results stay small, with readable file names.
 
-A run's folder copied into ``experiments/<paper>/results/`` as written (percent-encoded cell
-names of the earlier naming, every float of every sample, full-colour figures) fails here;
-``python -m experiments.compact_results experiments/<paper>/results`` makes it fit.
+A run's folder copied into ``experiments/<paper>/results/`` as written
+(percent-encoded cell names of the earlier naming, every float of every sample,
+full-colour figures) fails here; ``python -m experiments.compact_results
+experiments/<paper>/results`` makes it fit.
 """
 
 import pathlib
@@ -12,8 +13,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-# Bytes of every committed file under experiments/*/results/ together (5 MB): a new run's
-# results make room by dropping what no report, claim or resumed run reads.
+# Bytes of every committed file under experiments/*/results/ together (5 MB): a
+# new run's results make room by dropping what no report, claim or resumed run
+# reads.
 LIMIT_BYTES = 5_000_000
 
 
@@ -34,18 +36,22 @@ def _committed() -> list[pathlib.Path]:
 def test_committed_results_fit_in_the_size_limit():
   files = _committed()
   assert files, "no committed results found"
-  sizes = sorted(((f.stat().st_size, f.relative_to(ROOT)) for f in files), reverse=True)
+  sizes = sorted(
+    ((f.stat().st_size, f.relative_to(ROOT)) for f in files), reverse=True
+  )
   total = sum(s for s, _ in sizes)
   largest = ", ".join(f"{p} ({s / 1e3:.0f} kB)" for s, p in sizes[:5])
   assert total <= LIMIT_BYTES, (
-    f"committed results hold {total / 1e6:.2f} MB > {LIMIT_BYTES / 1e6:.2f} MB; "
-    f"largest: {largest}. Run python -m experiments.compact_results on the new folders."
+    f"committed results hold {total / 1e6:.2f} MB > {LIMIT_BYTES / 1e6:.2f} "
+    f"MB; largest: {largest}. Run python -m experiments.compact_results on "
+    "the new folders."
   )
 
 
 def test_committed_results_have_readable_file_names():
   encoded = [str(f.relative_to(ROOT)) for f in _committed() if "%" in f.name]
   assert not encoded, (
-    f"{len(encoded)} committed results files have percent-encoded names (e.g. {encoded[:3]}); "
-    "python -m experiments.compact_results --rename_only <folder> renames them"
+    f"{len(encoded)} committed results files have percent-encoded names (e.g. "
+    f"{encoded[:3]}); python -m experiments.compact_results --rename_only "
+    "<folder> renames them"
   )

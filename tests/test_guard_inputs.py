@@ -1,7 +1,9 @@
-"""Re-judging recomputes, from a committed run's metrics, every value that run derived.
+"""Re-judging recomputes, from a committed run's metrics, every value that run
+derived.
 
-The new guard inputs themselves (the constant predictor's slope, the dense first stage's gain,
-the CS model's own accuracy) are checked against hand-computed values in ``tests/claims``.
+The new guard inputs themselves (the constant predictor's slope, the dense first
+stage's gain, the CS model's own accuracy) are checked against hand-computed
+values in ``tests/claims``.
 """
 
 import json
@@ -17,9 +19,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.mark.parametrize("paper", ["cs_clip", "dense_limits", "leansearch"])
 def test_rejudge_hooks_recompute_the_committed_derived_values(paper):
-  """Every value the committed run derived is derived again, identically, from its metrics."""
-  rec = json.loads((ROOT / "experiments" / paper / "results" / "results.json").read_text())
-  train = reproduce._import("experiments", ROOT / "experiments", f"{paper}.train")
+  """Every value the committed run derived is derived again, identically, from
+  its metrics."""
+  rec = json.loads(
+    (ROOT / "experiments" / paper / "results" / "results.json").read_text()
+  )
+  train = reproduce._import(
+    "experiments", ROOT / "experiments", f"{paper}.train"
+  )
   derived, by = rejudge.derive(train, rec["metrics"], rec["config"])
   assert by.endswith("rejudge_metrics")
 
@@ -34,4 +41,6 @@ def test_rejudge_hooks_recompute_the_committed_derived_values(paper):
   new = dict(flat(derived))
   assert set(old) <= set(new)
   for k, v in old.items():
-    assert new[k] == (pytest.approx(v, rel=1e-9, abs=1e-12) if isinstance(v, float) else v), k
+    assert new[k] == (
+      pytest.approx(v, rel=1e-9, abs=1e-12) if isinstance(v, float) else v
+    ), k

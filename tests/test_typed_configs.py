@@ -1,9 +1,9 @@
 """An experiment's config files are the only place its defaults live.
 
-The experiments below read their settings through ``core.config_view`` of their base config
-(``configs/default.py``, or the base of a second binary): every ``configs/*.py`` file must have
-exactly its base's fields, each of the same kind, and a config missing any one field is
-refused by name.
+The experiments below read their settings through ``core.config_view`` of their
+base config (``configs/default.py``, or the base of a second binary): every
+``configs/*.py`` file must have exactly its base's fields, each of the same
+kind, and a config missing any one field is refused by name.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 
 from jaxpapers import core
 
-# experiment -> {config-file prefix: its base config}; "" matches every file not claimed by a
-# longer prefix.
+# experiment -> {config-file prefix: its base config}; "" matches every file not
+# claimed by a longer prefix.
 VIEWS = {
   "bayes_memory": {"": "default"},
   "cs_clip": {"": "default"},
@@ -47,12 +47,16 @@ VIEWS = {
 
 
 def _get_config(paper: str, name: str):
-  return importlib.import_module(f"experiments.{paper}.configs.{name}").get_config()
+  return importlib.import_module(
+    f"experiments.{paper}.configs.{name}"
+  ).get_config()
 
 
 def _base(paper: str, name: str):
   prefixes = VIEWS[paper]
-  return _get_config(paper, prefixes[max((p for p in prefixes if name.startswith(p)), key=len)])
+  return _get_config(
+    paper, prefixes[max((p for p in prefixes if name.startswith(p)), key=len)]
+  )
 
 
 def _cases() -> list[tuple[str, str]]:

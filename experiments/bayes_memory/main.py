@@ -7,4 +7,5 @@ r"""Runs the Bayes-factor memory experiment.
 from jaxpapers.core import app
 
 if __name__ == "__main__":
-  app.run("experiments.bayes_memory.train")  # imported after distributed start-up
+  # imported after distributed start-up
+  app.run("experiments.bayes_memory.train")

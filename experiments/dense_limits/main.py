@@ -1,4 +1,5 @@
-r"""Runs the dense-network limits experiment (saturation, compression, regularity).
+r"""Runs the dense-network limits experiment (saturation, compression,
+regularity).
 
   python -m experiments.dense_limits.main --config=experiments/dense_limits/configs/default.py \
       --workdir=runs/dense_limits
@@ -7,4 +8,5 @@ r"""Runs the dense-network limits experiment (saturation, compression, regularit
 from jaxpapers.core import app
 
 if __name__ == "__main__":
-  app.run("experiments.dense_limits.train")  # imported after distributed start-up
+  # imported after distributed start-up
+  app.run("experiments.dense_limits.train")

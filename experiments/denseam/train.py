@@ -1,10 +1,12 @@
-"""Learning-rate transfer across the number of memories K for DenseAM classifiers on digits.
+"""Learning-rate transfer across the number of memories K for DenseAM
+classifiers on digits.
 
-For every (setting, K) the learning rates x seeds train as one vmapped program on
-``core.Sweep`` (``jaxpapers.denseam.train_grid``), stored per cell in ``<workdir>/cells``
-(``core.CellStore``, skipped on a rerun); a setting is ``'<energy>:<parametrisation>'``
-(``jaxpapers.denseam.parse_setting``). The summaries and the claims' numbers are
-``jaxpapers.denseam.transfer_summary`` / ``transfer_metrics``; the report's view is built here.
+For every (setting, K) the learning rates x seeds train as one vmapped program
+on ``core.Sweep`` (``jaxpapers.denseam.train_grid``), stored per cell in
+``<workdir>/cells`` (``core.CellStore``, skipped on a rerun); a setting is
+``'<energy>:<parametrisation>'`` (``jaxpapers.denseam.parse_setting``). The
+summaries and the claims' numbers are ``jaxpapers.denseam.transfer_summary`` /
+``transfer_metrics``; the report's view is built here.
 """
 
 from __future__ import annotations
@@ -37,7 +39,13 @@ def parse_setting(
 
 
 def _cell(
-  cfg: ml_collections.ConfigDict, cells: core.CellStore, setting: str, k: int, train, test, key
+  cfg: ml_collections.ConfigDict,
+  cells: core.CellStore,
+  setting: str,
+  k: int,
+  train,
+  test,
+  key,
 ) -> dict:
   model, p = parse_setting(setting, cfg)
 
@@ -63,7 +71,8 @@ def _cell(
       if name != "history"
     }
     hist = np.where(np.isfinite(r["history"]), r["history"], np.nan)
-    out["history_mean"] = np.nanmean(hist, axis=1).tolist()  # [L, steps] over seeds
+    # [L, steps] over seeds
+    out["history_mean"] = np.nanmean(hist, axis=1).tolist()
     # The untrained model (a draw of the same init law): full training-set loss.
     init_loss, _ = D.loss_fn(
       D.init_memories(jax.random.fold_in(key, k), k, train.x0.shape[1], p),
@@ -77,7 +86,13 @@ def _cell(
   return cells.get_or_compute(f"{setting}/K{k}", run)
 
 
-def _coord(cfg: ml_collections.ConfigDict, cells: core.CellStore, setting: str, train, key) -> dict:
+def _coord(
+  cfg: ml_collections.ConfigDict,
+  cells: core.CellStore,
+  setting: str,
+  train,
+  key,
+) -> dict:
   model, p = parse_setting(setting, cfg)
 
   def run(_):
@@ -102,12 +117,20 @@ def _setting_summary(cfg: ml_collections.ConfigDict, grid: dict) -> dict:
 
 
 def _text(x, spec=".3g") -> str:
-  """``x`` (a number, or the record's ``'inf'`` / ``'nan'``) as the tables print it."""
-  return "-" if x is None else format(float(x), spec) if math.isfinite(float(x)) else "diverged"
+  """``x`` (a number, or the record's ``'inf'`` / ``'nan'``) as the tables print
+  it."""
+  return (
+    "-"
+    if x is None
+    else format(float(x), spec)
+    if math.isfinite(float(x))
+    else "diverged"
+  )
 
 
 def _drift_text(log_drift: dict) -> str:
-  """The log-drift cell: mean ± half-width (ratio, [lo, hi]); '-' when no mean was measured."""
+  """The log-drift cell: mean ± half-width (ratio, [lo, hi]); '-' when no mean
+  was measured."""
   d = {k: None if isinstance(v, str) else v for k, v in log_drift.items()}
   if d["mean"] is None:
     return "-"
@@ -118,12 +141,13 @@ def _drift_text(log_drift: dict) -> str:
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/default.py``'s report reads that the record holds in other shapes (pure).
+  """What ``configs/default.py``'s report reads that the record holds in other
+  shapes (pure).
 
   Returns:
-    ``{"widths": [row per (setting, K)], "drift": {setting: row}, "coord": [row per (setting,
-    quantity)], "curves": {setting: {"widths": {K: {"y": seed-mean loss [L]}}}}, "step0":
-    {quantity: {"settings": {setting: {"y": [W]}}}}}``.
+    ``{"widths": [row per (setting, K)], "drift": {setting: row}, "coord": [row
+    per (setting, quantity)], "curves": {setting: {"widths": {K: {"y": seed-mean
+    loss [L]}}}}, "step0": {quantity: {"settings": {setting: {"y": [W]}}}}}``.
   """
   m, c = record["metrics"], record["config"]
   summ, num, t = m["summary"], lambda v: np.asarray(v, np.float64), _text
@@ -164,17 +188,25 @@ def report_view(record: dict) -> dict:
           "slope": _text(slope, "+.2f"),
         }
       )
-      step0.setdefault(name, {"settings": {}})["settings"][s] = {"y": v.tolist()}
+      step0.setdefault(name, {"settings": {}})["settings"][s] = {
+        "y": v.tolist()
+      }
   curves = {
     s: {
-      "widths": {k: {"y": D.seed_mean(num(g[f"K{k}"]["final_loss"])).tolist()} for k in c["widths"]}
+      "widths": {
+        k: {"y": D.seed_mean(num(g[f"K{k}"]["final_loss"])).tolist()}
+        for k in c["widths"]
+      }
     }
     for s, g in m["grid"].items()
   }
   b = {k: _text(v) for k, v in m["baselines"].items()}
   baselines = {
     "uniform (log 10)": {"loss": b["uniform_loss"], "acc": "0.1"},
-    "class prior / majority class": {"loss": b["class_prior_loss"], "acc": b["majority_accuracy"]},
+    "class prior / majority class": {
+      "loss": b["class_prior_loss"],
+      "acc": b["majority_accuracy"],
+    },
     "logistic regression on pixels": {
       "loss": b["logreg_train_loss"],
       "acc": b["logreg_test_accuracy"],
@@ -191,12 +223,18 @@ def report_view(record: dict) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs every (setting, K) learning-rate grid and the coordinate checks; writes results."""
-  run_config, config = config, core.config_view(config, default_config.get_config())
+  """Runs every (setting, K) learning-rate grid and the coordinate checks;
+  writes results."""
+  run_config, config = (
+    config,
+    core.config_view(config, default_config.get_config()),
+  )
   for s in config.settings:
     parse_setting(s, config)
   if list(config.lrs) != sorted(config.lrs) or len(config.lrs) < 3:
-    raise ValueError(f"lrs must be >= 3 increasing learning rates, got {config.lrs}")
+    raise ValueError(
+      f"lrs must be >= 3 increasing learning rates, got {config.lrs}"
+    )
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
@@ -205,16 +243,25 @@ def train_and_evaluate(config, workdir) -> dict:
   key = jax.random.key(config.seed)
   grid = {
     s: {
-      f"K{k}": _cell(config, cells, s, k, train, test, jax.random.fold_in(key, 0))
+      f"K{k}": _cell(
+        config, cells, s, k, train, test, jax.random.fold_in(key, 0)
+      )
       for k in config.widths
     }
     for s in config.settings
   }
-  coord = {s: _coord(config, cells, s, train, jax.random.fold_in(key, 1)) for s in config.settings}
+  coord = {
+    s: _coord(config, cells, s, train, jax.random.fold_in(key, 1))
+    for s in config.settings
+  }
   metrics = {
-    # Per-cell results without the per-step curves (those stay in the cell store).
+    # Per-cell results without the per-step curves (those stay in the cell
+    # store).
     "grid": {
-      s: {k: {n: v for n, v in c.items() if n != "history_mean"} for k, c in g.items()}
+      s: {
+        k: {n: v for n, v in c.items() if n != "history_mean"}
+        for k, c in g.items()
+      }
       for s, g in grid.items()
     },
     "coord": coord,
@@ -229,12 +276,14 @@ def train_and_evaluate(config, workdir) -> dict:
     wall_time_s=time.time() - t0,
     table_file="table.md",
     notes=(
-      "scikit-learn digits (1,438 train / 359 test), DenseAM classifier with clamped pixels and "
-      "10 label units read out after T Euler steps; Adam, fixed horizon and batch size, no "
-      "weight decay, no schedule. The 'derived' parametrisations are derived here by "
-      "dimensional analysis (Parametrization.derived), not read from the paper (its exponents "
-      "were not available). Same seed = same init and batches across "
-      "learning rates. Wall times on shared CPU cores are noisy."
+      "scikit-learn digits (1,438 train / 359 test), "
+      "DenseAM classifier with clamped pixels and 10 label units read out "
+      "after T Euler steps; Adam, fixed horizon and batch size, "
+      "no weight decay, no schedule. The 'derived' parametrisations are "
+      "derived here by dimensional analysis (Parametrization.derived), "
+      "not read from the paper (its exponents were not available). "
+      "Same seed = same init and batches across learning rates. "
+      "Wall times on shared CPU cores are noisy."
     ),
   )
   return metrics

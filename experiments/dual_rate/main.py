@@ -1,5 +1,5 @@
-r"""Dual-Rate Diffusion: quality vs compute of dual-rate sampling, the single-network baseline and
-moment matching distillation.
+r"""Dual-Rate Diffusion: quality vs compute of dual-rate sampling, the
+single-network baseline and moment matching distillation.
 
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/default.py \
     --workdir=runs/dual_rate

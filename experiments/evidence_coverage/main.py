@@ -1,4 +1,5 @@
-r"""Runs the effective-evidence-coverage experiment (top-k sweeps on shifted linear ICL).
+r"""Runs the effective-evidence-coverage experiment (top-k sweeps on shifted
+linear ICL).
 
   python -m experiments.evidence_coverage.main \
       --config=experiments/evidence_coverage/configs/default.py --workdir=runs/evidence_coverage
@@ -7,4 +8,5 @@ r"""Runs the effective-evidence-coverage experiment (top-k sweeps on shifted lin
 from jaxpapers.core import app
 
 if __name__ == "__main__":
-  app.run("experiments.evidence_coverage.train")  # imported after distributed start-up
+  # imported after distributed start-up
+  app.run("experiments.evidence_coverage.train")

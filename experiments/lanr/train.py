@@ -1,9 +1,11 @@
-"""LAnR evidence on a frozen LM: latent multi-hop retrieval and learned stopping.
+"""LAnR evidence on a frozen LM: latent multi-hop retrieval and learned
+stopping.
 
-``train_and_evaluate`` builds the entity-disjoint multi-hop world and reads every context once
-(``input_pipeline``), trains P_q, P_d and two control heads (entropy and oracle labels) per seed
-on ``core.Sweep``, runs the multi-hop loop online on the test questions per seed and reads every
-stopping rule off its trace, beside the seed-independent references (``evaluate``), and writes
+``train_and_evaluate`` builds the entity-disjoint multi-hop world and reads
+every context once (``input_pipeline``), trains P_q, P_d and two control heads
+(entropy and oracle labels) per seed on ``core.Sweep``, runs the multi-hop loop
+online on the test questions per seed and reads every stopping rule off its
+trace, beside the seed-independent references (``evaluate``), and writes
 results.json with the claims judged by the rules in ``configs/default.py``.
 """
 
@@ -22,12 +24,21 @@ from experiments.lanr.input_pipeline import prepare
 from jaxpapers import core
 from jaxpapers import lanr as L
 
-# --------------------------------------------------------------------------- head training
+# ---------------------------------------------------------------- head training
 
 
 def lanr_cfg(c) -> L.LAnRConfig:
-  """The library's config of the heads and the loop (``control_labels`` at its default)."""
-  keys = ("rep_dim", "rep_layer", "t_max", "tau_stop", "tau_ret", "lambda_ret", "lambda_ctl")
+  """The library's config of the heads and the loop (``control_labels`` at its
+  default)."""
+  keys = (
+    "rep_dim",
+    "rep_layer",
+    "t_max",
+    "tau_stop",
+    "tau_ret",
+    "lambda_ret",
+    "lambda_ctl",
+  )
   return L.LAnRConfig(**{k: c[k] for k in keys}, control_width=c.control_width)
 
 
@@ -45,10 +56,15 @@ def make_sweep(c, hidden):
   def loss_fn(p, data):
     batch = {k: data[k] for k in ("z", "doc_h", "next_doc", "in_context")}
     loss, aux = L.lanr_loss(
-      p["heads"], p["ctl_entropy"], dict(batch, ctl_label=data["y_entropy"]), cfg=cfg
+      p["heads"],
+      p["ctl_entropy"],
+      dict(batch, ctl_label=data["y_entropy"]),
+      cfg=cfg,
     )
     zo = jax.lax.stop_gradient(data["z"])
-    ctl_o = L.control_loss(L.control_logits(p["ctl_oracle"], zo), data["y_oracle"])
+    ctl_o = L.control_loss(
+      L.control_logits(p["ctl_oracle"], zo), data["y_oracle"]
+    )
     return loss + cfg.lambda_ctl * ctl_o, dict(aux, ctl_oracle=ctl_o)
 
   def step_fn(state, hp, key, step, data):
@@ -61,18 +77,22 @@ def make_sweep(c, hidden):
 
 
 def head_data(feats: dict, rows: list[dict]) -> tuple[dict, dict]:
-  """The heads' training data on the gold-prefix train contexts, with both control labels.
+  """The heads' training data on the gold-prefix train contexts, with both
+  control labels.
 
-  Entropy labels follow rule (a) with eps = the median training answer entropy H̄; oracle labels
-  rule (b) (the context holds every gold document).
+  Entropy labels follow rule (a) with eps = the median training answer entropy
+  H̄; oracle labels rule (b) (the context holds every gold document).
 
   Returns:
-    ``(data, eps)``: data holds z [M, H], doc_h [N, H], next_doc int32 [M], in_context bool
-    [M, N], y_entropy and y_oracle float [M] (jax arrays); eps the answer and [PRED] entropy
-    thresholds.
+    ``(data, eps)``: data holds z [M, H], doc_h [N, H], next_doc int32 [M],
+    in_context bool [M, N], y_entropy and y_oracle float [M] (jax arrays); eps
+    the answer and [PRED] entropy thresholds.
   """
   h_tr = feats["train"]["h_answer"]
-  eps = {"answer": float(np.median(h_tr)), "pred": float(np.median(feats["train"]["h_pred"]))}
+  eps = {
+    "answer": float(np.median(h_tr)),
+    "pred": float(np.median(feats["train"]["h_pred"])),
+  }
   data = {
     "z": feats["train"]["z"],
     "doc_h": feats["doc"]["h"],
@@ -85,7 +105,8 @@ def head_data(feats: dict, rows: list[dict]) -> tuple[dict, dict]:
 
 
 def train_heads(c, data: dict) -> core.SweepResult:
-  """P_q, P_d and both control heads, one run per seed (``c.seeds`` runs of ``c.steps``)."""
+  """P_q, P_d and both control heads, one run per seed (``c.seeds`` runs of
+  ``c.steps``)."""
   return make_sweep(c, data["z"].shape[1]).run(
     {"lr": np.full(c.seeds, c.lr, np.float32)},
     jax.random.split(jax.random.key(c.seed), c.seeds),
@@ -99,11 +120,14 @@ def train_heads(c, data: dict) -> core.SweepResult:
 
 def _seed_cell(c, world, feats, p, eps) -> dict:
   ts = time.time()
-  return E.evaluate_seed(c, world, feats, p, eps) | {"online_s": time.time() - ts}
+  return E.evaluate_seed(c, world, feats, p, eps) | {
+    "online_s": time.time() - ts
+  }
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs the experiment on ``core.config_view(config)``; writes results.json."""
+  """Runs the experiment on ``core.config_view(config)``; writes
+  results.json."""
   c = core.config_view(config, default_config.get_config())
   core.validate_seeds(c.seeds, name="seeds")
   t0 = time.time()
@@ -112,18 +136,32 @@ def train_and_evaluate(config, workdir) -> dict:
   data, eps = head_data(feats, world["rows"]["train"])
   store = core.CellStore(f"{workdir}/cells")
   res = train_heads(c, data)
-  ref = store.get_or_compute("references", lambda _: E.reference_runs(c, world, feats))
+  ref = store.get_or_compute(
+    "references", lambda _: E.reference_runs(c, world, feats)
+  )
   grid = {
-    f"seed/{s}": (c, world, feats, jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0]), eps)
+    f"seed/{s}": (
+      c,
+      world,
+      feats,
+      jax.tree.map(lambda x, s=s: np.asarray(x[s]), res.state[0]),
+      eps,
+    )
     for s in range(c.seeds)
   }
   per_seed = core.fill_cells(store, grid, _seed_cell, desc="seeds")
 
   refs = E.reference_metrics(ref, per_seed, hops, c.t_max, stats["documents"])
   refs["bm25_question_only_diagnostics"] = ref["bm25_diagnostics"]
-  sufficiency = E.sufficiency_metrics(feats, world["rows"]["test"], per_seed, c.n_boot)
-  sufficiency["entropy_label_rate_train"] = float(np.asarray(data["y_entropy"]).mean())
-  sufficiency["oracle_label_rate_train"] = float(np.asarray(data["y_oracle"]).mean())
+  sufficiency = E.sufficiency_metrics(
+    feats, world["rows"]["test"], per_seed, c.n_boot
+  )
+  sufficiency["entropy_label_rate_train"] = float(
+    np.asarray(data["y_entropy"]).mean()
+  )
+  sufficiency["oracle_label_rate_train"] = float(
+    np.asarray(data["y_oracle"]).mean()
+  )
   sufficiency["eps"] = eps
   stats["contexts_read"] = len(world["store"])
   metrics = {
@@ -131,18 +169,28 @@ def train_and_evaluate(config, workdir) -> dict:
     "methods": E.aggregate_methods(per_seed, hops),
     "references": refs,
     "sufficiency": sufficiency,
-    "next_hop_accuracy": E.next_hop_metrics(c, feats, world["rows"]["test"], per_seed, ref),
-    "train_final": {k: np.asarray(v)[:, -1].tolist() for k, v in res.history.items()},
+    "next_hop_accuracy": E.next_hop_metrics(
+      c, feats, world["rows"]["test"], per_seed, ref
+    ),
+    "train_final": {
+      k: np.asarray(v)[:, -1].tolist() for k, v in res.history.items()
+    },
     "online_s_per_seed": [r["online_s"] for r in per_seed],
-    "derived": E.claim_values(per_seed, ref, hops, sufficiency, c.t_max, c.n_boot),
+    "derived": E.claim_values(
+      per_seed, ref, hops, sufficiency, c.t_max, c.n_boot
+    ),
   }
   d = metrics["data"]
   notes = (
     f"{d['lm']}; {d['documents']} documents, {d['train_questions']} train / "
-    f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); {c.seeds} "
-    "seeds of the heads; synthetic multi-hop QA proxy."
+    f"{d['test_questions']} held-out questions (1-3 hops, disjoint entities); "
+    f"{c.seeds} seeds of the heads; synthetic multi-hop QA proxy."
   )
   core.write_results(
-    workdir, metrics=metrics, config=config, notes=notes, wall_time_s=time.time() - t0
+    workdir,
+    metrics=metrics,
+    config=config,
+    notes=notes,
+    wall_time_s=time.time() - t0,
   )
   return metrics

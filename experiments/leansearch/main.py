@@ -1,4 +1,5 @@
-r"""Runs the LeanSearch v2 experiment (single-query search and global premise retrieval).
+r"""Runs the LeanSearch v2 experiment (single-query search and global premise
+retrieval).
 
   python -m experiments.leansearch.main --config=experiments/leansearch/configs/default.py \
       --workdir=runs/leansearch

@@ -1,7 +1,9 @@
-"""Claim code of the LOCOS experiment: the values the claims are judged on, the report's rows.
+"""Claim code of the LOCOS experiment: the values the claims are judged on, the
+report's rows.
 
-Pure functions of results.json's metrics (the curves: `locos.collapse_curves`), so committed
-results are re-judged from them (``python -m experiments.reproduce --rejudge=locos``).
+Pure functions of results.json's metrics (the curves: `locos.collapse_curves`),
+so committed results are re-judged from them (``python -m experiments.reproduce
+--rejudge=locos``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import numpy as np
 from jaxpapers import locos
 
 DETECTORS = ("locos", "wu", "contrastive", "attention_spatial", "dla")
-# The real-model tracks whose metrics derived_metrics reads (names of real.REAL_MODELS), with
-# the model each runs (the reports' titles and the tracks' notes).
+# The real-model tracks whose metrics derived_metrics reads (names of
+# real.REAL_MODELS), with the model each runs (the reports' titles and the
+# tracks' notes).
 TRACK_LABELS = {
   "smollm2": "SmolLM2-135M-Instruct (Q4_1)",
   "gemma3": "Gemma-3-270M (pretrained, Q4_K_M)",
@@ -22,7 +25,8 @@ REAL_TRACKS = tuple(TRACK_LABELS)
 
 
 def collapse_k(curve, det, frac=0.5):
-  """Smallest k at which the score falls below frac × baseline (None if never)."""
+  """Smallest k at which the score falls below frac × baseline (None if
+  never)."""
   base = curve["baseline"]["mean"]
   for k, m in zip(curve["ks"], curve[det]["mean"]):
     if m < frac * base:
@@ -31,19 +35,27 @@ def collapse_k(curve, det, frac=0.5):
 
 
 def ablated_probes(answers, texts, ablation_num_eval=0):
-  """Indices of the probes the filtered protocol ablates: answered among the first n items.
+  """Indices of the probes the filtered protocol ablates: answered among the
+  first n items.
 
-  A probe is answered when ROUGE-1 recall of its answer in the unablated generation is
-  >= 0.5; with `ablation_num_eval` = n > 0 only items 0 .. n-1 are kept (0: every item).
+  A probe is answered when ROUGE-1 recall of its answer in the unablated
+  generation is >= 0.5; with `ablation_num_eval` = n > 0 only items 0 .. n-1 are
+  kept (0: every item).
   """
   n = int(ablation_num_eval or 0)
   if n < 0 or n > len(answers):
-    raise ValueError(f"ablation_num_eval must be in [0, {len(answers)}], got {ablation_num_eval!r}")
+    raise ValueError(
+      f"ablation_num_eval must be in [0, {len(answers)}], "
+      f"got {ablation_num_eval!r}"
+    )
   if len(texts) != len(answers):
     raise ValueError(
-      f"texts must hold one generation per answer, got {len(texts)} for {len(answers)}"
+      "texts must hold one generation per answer, "
+      f"got {len(texts)} for {len(answers)}"
     )
-  ok = np.flatnonzero([locos.rouge1_recall(a, t) >= 0.5 for a, t in zip(answers, texts)])
+  ok = np.flatnonzero(
+    [locos.rouge1_recall(a, t) >= 0.5 for a, t in zip(answers, texts)]
+  )
   return ok[ok < n] if n else ok
 
 
@@ -51,12 +63,16 @@ _ATTENTION_DETECTORS = ("wu", "contrastive", "attention_spatial")
 
 
 def derived_metrics(metrics) -> dict:
-  """The values the claims are judged on (pure; each claim's ``note`` defines its value).
+  """The values the claims are judged on (pure; each claim's ``note`` defines
+  its value).
 
-  Toy track: ``collapse_k_advantage`` (a detector that never halves the score counts as max k
-  + 1) and ``parametric_retained_at_collapse``. Real tracks, per protocol: the curves'
-  ``collapse_step_advantage`` and half-width, the random-heads drop at the largest k, and
-  ``parametric_retained`` at LOCOS's filtered-protocol collapse k.
+  Toy track: ``collapse_k_advantage`` (a detector that never halves the score
+  counts as max k
+  + 1) and ``parametric_retained_at_collapse``. Real tracks, per protocol: the
+    curves'
+  ``collapse_step_advantage`` and half-width, the random-heads drop at the
+  largest k, and ``parametric_retained`` at LOCOS's filtered-protocol collapse
+  k.
   """
   out = {}
   curves = metrics.get("toy/curves", {})
@@ -65,14 +81,26 @@ def derived_metrics(metrics) -> dict:
     ks = list(nl["ks"])
     ck = {d: collapse_k(nl, d) for d in nl if d not in ("ks", "baseline")}
     beyond = max(ks) + 1
-    att = [ck[d] if ck[d] is not None else beyond for d in _ATTENTION_DETECTORS if d in ck]
-    rec = {"collapse_k": ck, "collapse_k_advantage": None, "parametric_retained_at_collapse": None}
+    att = [
+      ck[d] if ck[d] is not None else beyond
+      for d in _ATTENTION_DETECTORS
+      if d in ck
+    ]
+    rec = {
+      "collapse_k": ck,
+      "collapse_k_advantage": None,
+      "parametric_retained_at_collapse": None,
+    }
     if "locos" in ck and att:
-      rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] is not None else beyond)
+      rec["collapse_k_advantage"] = min(att) - (
+        ck["locos"] if ck["locos"] is not None else beyond
+      )
     par = curves.get("parametric")
     if par and ck.get("locos") is not None and par["baseline"]["mean"] > 0:
       i = list(par["ks"]).index(ck["locos"])
-      rec["parametric_retained_at_collapse"] = par["locos"]["mean"][i] / par["baseline"]["mean"]
+      rec["parametric_retained_at_collapse"] = (
+        par["locos"]["mean"][i] / par["baseline"]["mean"]
+      )
     out["toy"] = rec
   for track in REAL_TRACKS:
     real = metrics.get(f"{track}/curves")
@@ -85,7 +113,9 @@ def derived_metrics(metrics) -> dict:
         continue
       rec[proto] = {
         "collapse_step_advantage": cv["collapse_step_advantage"],
-        "collapse_step_advantage_halfwidth": cv["collapse_step_advantage_halfwidth"],
+        "collapse_step_advantage_halfwidth": cv[
+          "collapse_step_advantage_halfwidth"
+        ],
         "collapse_k": cv["collapse_k"],
         "baseline": cv["baseline"]["mean"],
         "random_drop_at_max_k": None
@@ -99,28 +129,33 @@ def derived_metrics(metrics) -> dict:
       i = filt["collapse_index"]["locos"]
       if i is not None and i < len(filt["claim_grid"]):
         got = par["locos"][list(par["ks"]).index(filt["claim_grid"][i])]
-        rec["parametric_retained"] = None if got is None else got / par["baseline"]
-        if "per_probe" in par:  # runs that record per-landmark recall (configs/size.py)
+        rec["parametric_retained"] = (
+          None if got is None else got / par["baseline"]
+        )
+        # runs that record per-landmark recall (configs/size.py)
+        if "per_probe" in par:
           rec["parametric_retained_halfwidth"] = parametric_retained_halfwidth(
             par, filt["claim_grid"][i]
           )
     for proto, cv in real.items():
-      if cv is not None and "random_drop" in cv:  # the guards of configs/size.py
+      # the guards of configs/size.py
+      if cv is not None and "random_drop" in cv:
         rec[proto].update(random_guards(cv, metrics.get(f"{track}/num_heads")))
     out[track] = rec
   return out
 
 
-# The share of the model's heads that the paper's top-k ablation removes: 50 of Qwen3-8B's
-# 36 layers x 32 query heads.
+# The share of the model's heads that the paper's top-k ablation removes: 50 of
+# Qwen3-8B's 36 layers x 32 query heads.
 PAPER_HEAD_SHARE = 50 / 1152
 
 
 def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
-  """The random-heads numbers that guard the claims of configs/size.py (pure): random heads'
-  collapse-step advantage (the claim's rule with random heads in LOCOS's place), the drop's
-  half-width at the largest k, the share of heads of the largest k of ``cv`` (one protocol's
-  curves) over ``num_heads``, and the drop at the largest k within ``paper_share``."""
+  """The random-heads numbers that guard the claims of configs/size.py (pure):
+  random heads' collapse-step advantage (the claim's rule with random heads in
+  LOCOS's place), the drop's half-width at the largest k, the share of heads of
+  the largest k of ``cv`` (one protocol's curves) over ``num_heads``, and the
+  drop at the largest k within ``paper_share``."""
   idx = cv["collapse_index"]
   base_idx = [idx.get(b) for b in cv["claim_baselines"]]
   adv = None
@@ -148,15 +183,17 @@ def random_guards(cv, num_heads, paper_share=PAPER_HEAD_SHARE):
 
 
 def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
-  """Half-width of the 95 % paired bootstrap interval (over landmarks) of parametric recall
-  retained at k, from ``par["per_probe"]``; None when the cell was not run, fewer than 2
-  landmarks or no positive baseline."""
+  """Half-width of the 95 % paired bootstrap interval (over landmarks) of
+  parametric recall retained at k, from ``par["per_probe"]``; None when the cell
+  was not run, fewer than 2 landmarks or no positive baseline."""
   base = np.asarray(par["per_probe"]["baseline"], float)
   abl = par["per_probe"]["locos"].get(str(k))
   if abl is None or base.size < 2:
     return None
   abl = np.asarray(abl, float)
-  idx = np.random.default_rng(seed).integers(0, base.size, size=(num_resamples, base.size))
+  idx = np.random.default_rng(seed).integers(
+    0, base.size, size=(num_resamples, base.size)
+  )
   b, a = base[idx].mean(1), abl[idx].mean(1)
   ok = b > 0
   if not ok.any() or base.mean() <= 0:
@@ -168,8 +205,8 @@ def parametric_retained_halfwidth(par, k, num_resamples=2000, seed=0):
 
 
 def ablation_rows(track: str, curves: dict) -> list[dict]:
-  """The rows of a real-model track's table: one per (protocol, k) of every protocol run (a
-  cell not run, a null mean, is left out of ``cells``)."""
+  """The rows of a real-model track's table: one per (protocol, k) of every
+  protocol run (a cell not run, a null mean, is left out of ``cells``)."""
   rows = []
   for proto, cv in curves.items():
     if cv is None:
@@ -181,13 +218,16 @@ def ablation_rows(track: str, curves: dict) -> list[dict]:
         for d in conds
         if cv[d]["mean"][i] is not None
       }
-      row = dict(model=track, protocol=proto, probes=cv["num_probes"], k=k, cells=cells)
+      row = dict(
+        model=track, protocol=proto, probes=cv["num_probes"], k=k, cells=cells
+      )
       rows.append(row | {"baseline": cv["baseline"]["mean"]})
   return rows
 
 
 def report_view(record: dict) -> dict:
-  """``view.real.<track>.rows`` of ``configs/default.py``'s report (:func:`ablation_rows`)."""
+  """``view.real.<track>.rows`` of ``configs/default.py``'s report
+  (:func:`ablation_rows`)."""
   metrics = record["metrics"]
   return {
     "real": {

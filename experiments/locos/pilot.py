@@ -1,4 +1,5 @@
-"""The prompt-form pilot (configs/gemma3_pilot.py, smollm2_pilot.py): which form to probe with."""
+"""The prompt-form pilot (configs/gemma3_pilot.py, smollm2_pilot.py): which form
+to probe with."""
 
 from __future__ import annotations
 
@@ -12,20 +13,30 @@ from jaxpapers import core, locos
 
 
 def _form(c, model, store, gen, names, landmarks, fmt, shots):
-  """The answered rate of one prompt form on the pilot probes (cell `pilot/<fmt>/shots=<n>`)."""
+  """The answered rate of one prompt form on the pilot probes (cell
+  `pilot/<fmt>/shots=<n>`)."""
   cfg, params, tok = model
   kw = real.probe_kw(c.real, tok, prompt_format=fmt, shots=int(shots))
   rng = np.random.default_rng([c.seed, 3])
   probes = locos.make_probes(
-    rng, num=c.pilot.num_probes, kind="nonliteral", names=names, landmarks=landmarks, **kw
+    rng,
+    num=c.pilot.num_probes,
+    kind="nonliteral",
+    names=names,
+    landmarks=landmarks,
+    **kw,
   )
   t1 = time.time()
   texts = store.get_or_compute(
     f"pilot/{fmt}/shots={shots}",
-    lambda _: locos.ablated_texts(params, cfg, probes, tok, *real.unablated(cfg), **gen),
+    lambda _: locos.ablated_texts(
+      params, cfg, probes, tok, *real.unablated(cfg), **gen
+    ),
   )
   ok = [locos.rouge1_recall(p.answer, t) >= 0.5 for p, t in zip(probes, texts)]
-  logging.info("pilot %s/shots=%s: %d/%d answered", fmt, shots, sum(ok), len(ok))
+  logging.info(
+    "pilot %s/shots=%s: %d/%d answered", fmt, shots, sum(ok), len(ok)
+  )
   return {
     "prompt_format": fmt,
     "shots": int(shots),
@@ -38,9 +49,10 @@ def _form(c, model, store, gen, names, landmarks, fmt, shots):
 
 
 def run_prompt_pilot(c, run_config, workdir) -> dict:
-  """Answered rate of each prompt form (`c.pilot.forms`) on non-literal probes over the
-  detection half of the entities, unablated, and the form the rule fixed before the pilot
-  picks: the highest answered rate (ROUGE-1 recall >= 0.5), ties to the shorter prompt."""
+  """Answered rate of each prompt form (`c.pilot.forms`) on non-literal probes
+  over the detection half of the entities, unablated, and the form the rule
+  fixed before the pilot picks: the highest answered rate (ROUGE-1 recall >=
+  0.5), ties to the shorter prompt."""
   t0 = time.time()
   model = real.load_or_skip(c, run_config, workdir, c.tracks[0], "pilot")
   if isinstance(model, dict):
@@ -56,12 +68,17 @@ def run_prompt_pilot(c, run_config, workdir) -> dict:
     )
     for fmt, shots in c.pilot.forms
   }
-  chosen = max(forms, key=lambda k: (forms[k]["answered_rate"], -forms[k]["mean_prompt_tokens"]))
+  chosen = max(
+    forms,
+    key=lambda k: (forms[k]["answered_rate"], -forms[k]["mean_prompt_tokens"]),
+  )
   metrics = {
     "pilot/model": label,
     "pilot/num_probes": c.pilot.num_probes,
-    "pilot/rule": "highest answered rate (ROUGE-1 recall >= 0.5, answer stem); ties: shorter "
-    "mean prompt",
+    "pilot/rule": (
+      "highest answered rate (ROUGE-1 recall >= 0.5, answer stem); ties: "
+      "shorter mean prompt"
+    ),
     "pilot/forms": forms,
     "pilot/chosen": chosen,
     "pilot/known_landmarks": f"{len(known)}/{len(locos.LANDMARKS)}",
@@ -70,8 +87,11 @@ def run_prompt_pilot(c, run_config, workdir) -> dict:
   core.write_results(
     workdir,
     metrics=metrics,
-    config=run_config,  # its `report` (configs/smollm2_pilot.py) declares the table
-    notes="Prompt-form pilot on detection-half entities; no ablation, no claims.",
+    # its `report` (configs/smollm2_pilot.py) declares the table
+    config=run_config,
+    notes=(
+      "Prompt-form pilot on detection-half entities; no ablation, no claims."
+    ),
     wall_time_s=time.time() - t0,
     issue_verdicts=False,
   )

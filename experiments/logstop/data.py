@@ -2,11 +2,12 @@
 
 A reconstruction (the paper uses YOLO/OWLv2 detections on real videos). Each
 frame is a 16x32 canvas with two 16x16 slots holding 0-2 handwritten digits from
-scikit-learn's bundled `load_digits` (8x8 images upsampled 2x, randomly shifted).
-The atomic propositions are "digit k is visible" for k in a small pool. Ground
-truth comes from a latent Boolean timeline per atom; frames are rendered from it
-and then corrupted by realistic noise (pixel noise, blur, occlusion patches and
-flicker: dropped, blank frames), so a per-frame detector is noisy.
+scikit-learn's bundled `load_digits` (8x8 images upsampled 2x, randomly
+shifted). The atomic propositions are "digit k is visible" for k in a small
+pool. Ground truth comes from a latent Boolean timeline per atom; frames are
+rendered from it and then corrupted by realistic noise (pixel noise, blur,
+occlusion patches and flicker: dropped, blank frames), so a per-frame detector
+is noisy.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class DigitBank:
 
   @classmethod
   def from_split(cls, split: str, seed: int = 0, train_fraction: float = 0.5):
-    """Disjoint halves of sklearn digits: 'train' for the detector, 'video' for videos."""
+    """Disjoint halves of sklearn digits: 'train' for the detector, 'video' for
+    videos."""
     d = load_digits()
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(d.target))
@@ -92,7 +94,9 @@ def render(slot_digits: np.ndarray, bank: DigitBank, rng) -> np.ndarray:
     patch = np.zeros((N, 20, 20), np.float32)
     for c in np.unique(dig[dig >= 0]):
       rows = np.flatnonzero(dig == c)
-      patch[rows] = bank.images[c][rng.integers(len(bank.images[c]), size=len(rows))]
+      patch[rows] = bank.images[c][
+        rng.integers(len(bank.images[c]), size=len(rows))
+      ]
     dy = rng.integers(0, 5, size=N)
     dx = rng.integers(0, 5, size=N)
     r = dy[:, None] + np.arange(SLOT)
@@ -114,7 +118,9 @@ def slots_from_presence(presence: np.ndarray, pool, rng, distractor_prob=0.3):
     rng.shuffle(on)
     on = on[:2]
     while len(on) < 2:
-      on.append(int(rng.choice(others)) if rng.random() < distractor_prob else -1)
+      on.append(
+        int(rng.choice(others)) if rng.random() < distractor_prob else -1
+      )
     if rng.random() < 0.5:
       on = on[::-1]
     slots[i] = on
@@ -130,25 +136,33 @@ def corrupt(
   occlusion_prob: float,
   flicker_prob: float,
 ) -> np.ndarray:
-  """Adds noise to videos [B, T, 16, 32]: blur per video, occlusion and flicker per frame."""
+  """Adds noise to videos [B, T, 16, 32]: blur per video, occlusion and flicker
+  per frame."""
   B, T = frames.shape[:2]
   out = frames.copy()
   sigmas = rng.choice([0.0, 0.8, 1.3], size=B, p=blur_probs)
   for i in np.flatnonzero(sigmas > 0):
-    out[i] = scipy.ndimage.gaussian_filter(out[i], sigma=(0, sigmas[i], sigmas[i]))
+    out[i] = scipy.ndimage.gaussian_filter(
+      out[i], sigma=(0, sigmas[i], sigmas[i])
+    )
   occ = rng.random((B, T)) < occlusion_prob
   for i, t in zip(*np.nonzero(occ)):
     h, w = rng.integers(8, 13), rng.integers(10, 17)
     y, x = rng.integers(0, H - h + 1), rng.integers(0, W - w + 1)
-    out[i, t, y : y + h, x : x + w] = rng.random((h, w)) if rng.random() < 0.5 else 0.0
+    out[i, t, y : y + h, x : x + w] = (
+      rng.random((h, w)) if rng.random() < 0.5 else 0.0
+    )
   flick = rng.random((B, T)) < flicker_prob
   out[flick] = 0.0
   out = out + pixel_noise * rng.standard_normal(out.shape).astype(np.float32)
   return np.clip(out, 0.0, 1.0)
 
 
-def random_timelines(rng, n: int, T: int, k: int, *, sparse: bool = False) -> np.ndarray:
-  """Latent presence timelines bool [n, k, T] (sticky Markov chains, some constant).
+def random_timelines(
+  rng, n: int, T: int, k: int, *, sparse: bool = False
+) -> np.ndarray:
+  """Latent presence timelines bool [n, k, T] (sticky Markov chains, some
+  constant).
 
   At most two atoms are visible per frame (two slots).
   """
@@ -185,19 +199,22 @@ def near_misses(rng, timelines: np.ndarray) -> np.ndarray:
 
 
 def _at_most_two(out: np.ndarray, rng) -> np.ndarray:
-  """Timelines bool [n, k, T] with a random visible atom hidden in every frame showing more than
-  two (two slots), in place."""
+  """Timelines bool [n, k, T] with a random visible atom hidden in every frame
+  showing more than two (two slots), in place."""
   for i, t in zip(*np.nonzero(out.sum(1) > 2)):
     out[i, rng.choice(np.flatnonzero(out[i, :, t])), t] = False
   return out
 
 
 def noise_kwargs(cfg, train: bool) -> dict:
-  """The corruption (:func:`corrupt` keywords) of the detector's training frames or of the
-  videos, from the config's noise fields."""
+  """The corruption (:func:`corrupt` keywords) of the detector's training frames
+  or of the videos, from the config's noise fields."""
   if train:
     return dict(
-      pixel_noise=cfg.pixel_noise, blur_probs=(0.6, 0.3, 0.1), occlusion_prob=0.05, flicker_prob=0.0
+      pixel_noise=cfg.pixel_noise,
+      blur_probs=(0.6, 0.3, 0.1),
+      occlusion_prob=0.05,
+      flicker_prob=0.0,
     )
   return dict(
     pixel_noise=cfg.pixel_noise,

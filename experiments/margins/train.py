@@ -1,10 +1,13 @@
-"""Margin against dimension, the loss comparison and critical n for maximal-margin embeddings.
+"""Margin against dimension, the loss comparison and critical n for
+maximal-margin embeddings.
 
-Three measurements on generated relevance matrices: (1) the margin ``m_0`` against d of fitted
-free embeddings and of the paper's constructions, against the exact optimum ``m^rd(inf, A)`` and
-the threshold ``d* = C k ln(n/k)``; (2) sigmoid vs InfoNCE on the three margin notions; (3)
-critical n per d. Every finished cell is stored in ``<workdir>/cells/`` (a rerun skips it); the
-fits of a cell (every d x seed) run as one ``core.Sweep`` grid, checkpointed every ``chunk`` steps.
+Three measurements on generated relevance matrices: (1) the margin ``m_0``
+against d of fitted free embeddings and of the paper's constructions, against
+the exact optimum ``m^rd(inf, A)`` and the threshold ``d* = C k ln(n/k)``; (2)
+sigmoid vs InfoNCE on the three margin notions; (3) critical n per d. Every
+finished cell is stored in ``<workdir>/cells/`` (a rerun skips it); the fits of
+a cell (every d x seed) run as one ``core.Sweep`` grid, checkpointed every
+``chunk`` steps.
 """
 
 from __future__ import annotations
@@ -28,11 +31,16 @@ def _relevance(cfg: ml_collections.ConfigDict, n: int, k: int):
   N = math.comb(n, k)
   if N <= cfg.max_rows:
     return M.k_sparse_relevance(n, k), "all"
-  return M.sample_k_subsets(cfg.seed + 1000 * n + k, cfg.sample_rows, n, k), "sampled"
+  return M.sample_k_subsets(
+    cfg.seed + 1000 * n + k, cfg.sample_rows, n, k
+  ), "sampled"
 
 
-def _fit_cell(cfg: ml_collections.ConfigDict, A, loss: str, key, checkpoint_dir) -> dict:
-  """All dimensions of cfg.ds and all seeds for one loss, as one grid on ``core.Sweep``."""
+def _fit_cell(
+  cfg: ml_collections.ConfigDict, A, loss: str, key, checkpoint_dir
+) -> dict:
+  """All dimensions of cfg.ds and all seeds for one loss, as one grid on
+  ``core.Sweep``."""
   keys = jax.random.split(key, cfg.seeds)
   kw = dict(
     steps=cfg.steps,
@@ -43,11 +51,15 @@ def _fit_cell(cfg: ml_collections.ConfigDict, A, loss: str, key, checkpoint_dir)
   )
   if loss == "sigmoid_b0":
     kw |= dict(learn_bias=False, init_bias=0.0)
-  res = M.fit_free_embeddings(keys, A, list(cfg.ds), loss=loss.removesuffix("_b0"), **kw)
+  res = M.fit_free_embeddings(
+    keys, A, list(cfg.ds), loss=loss.removesuffix("_b0"), **kw
+  )
   out = {}
   U_all, V_all = np.asarray(res.U, np.float64), np.asarray(res.V, np.float64)
   for a, d in enumerate(cfg.ds):
-    per_seed = [M.margins_float64(U_all[a, s], V_all[a, s], A) for s in range(cfg.seeds)]
+    per_seed = [
+      M.margins_float64(U_all[a, s], V_all[a, s], A) for s in range(cfg.seeds)
+    ]
     stat = lambda f, m: float(f([p[m] for p in per_seed]))
     out[str(d)] = {
       "per_seed": per_seed,
@@ -60,11 +72,14 @@ def _fit_cell(cfg: ml_collections.ConfigDict, A, loss: str, key, checkpoint_dir)
   return out
 
 
-def _stored(result) -> dict:  # what a construction's cell holds (its embeddings left out)
+# what a construction's cell holds (its embeddings left out)
+def _stored(result) -> dict:
   return result._asdict() | {"U": None, "V": None}
 
 
-def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key) -> list[dict]:
+def _run_margin_vs_d(
+  cfg: ml_collections.ConfigDict, cells: core.CellStore, key
+) -> list[dict]:
   rows = []
   jobs = [(n, k) for n in cfg.ns for k in cfg.ks if k < n]
   bar = core.progress(total=len(jobs) * len(cfg.ds), desc="margin vs d")
@@ -74,8 +89,13 @@ def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key)
     orth = M.orthogonal_construction(n, k, A=None if kind == "all" else A)
     losses = cfg.losses if n == cfg.loss_n else ("margin",)
     nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
-    fit = lambda loss: lambda ckpt: _fit_cell(cfg, A, loss, jax.random.fold_in(nk_key, 1), ckpt)
-    fits = {loss: cells.get_or_compute(f"fit/{n}/{k}/{loss}/{kind}", fit(loss)) for loss in losses}
+    fit = lambda loss: (
+      lambda ckpt: _fit_cell(cfg, A, loss, jax.random.fold_in(nk_key, 1), ckpt)
+    )
+    fits = {
+      loss: cells.get_or_compute(f"fit/{n}/{k}/{loss}/{kind}", fit(loss))
+      for loss in losses
+    }
     for d in cfg.ds:
       ck = jax.random.fold_in(nk_key, d)
       row = {
@@ -91,7 +111,15 @@ def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key)
         row[loss] = fits[loss][str(d)]
       for q in ("sum", "svm"):
         cs = lambda _: _stored(
-          M.cs_construction(jax.random.fold_in(ck, 2), n, k, d, A=A, queries=q, steps=cfg.svm_steps)
+          M.cs_construction(
+            jax.random.fold_in(ck, 2),
+            n,
+            k,
+            d,
+            A=A,
+            queries=q,
+            steps=cfg.svm_steps,
+          )
         )
         row[f"cs_{q}"] = cells.get_or_compute(f"cs/{n}/{k}/{d}/{q}/{kind}", cs)
       jl = lambda _: _stored(
@@ -107,7 +135,10 @@ def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key)
       )
       row["jl"] = cells.get_or_compute(f"jl/{n}/{k}/{d}/{kind}", jl)
       for r in ("cs_sum", "cs_svm", "jl"):
-        row[r] = {"certificate": row[r]["certificate"], "bound": row[r]["bound"]}
+        row[r] = {
+          "certificate": row[r]["certificate"],
+          "bound": row[r]["bound"],
+        }
       row["best_m0"] = max(
         [row[loss]["m0_best"] for loss in losses]
         + [row["cs_svm"]["certificate"], row["jl"]["certificate"]]
@@ -118,8 +149,11 @@ def _run_margin_vs_d(cfg: ml_collections.ConfigDict, cells: core.CellStore, key)
   return rows
 
 
-def _refined_constants(rows, cfg: ml_collections.ConfigDict, cells: core.CellStore, key) -> dict:
-  """C = d_half / (k ln(n/k)) per (n, k) and seed on the integer d grid, with intervals."""
+def _refined_constants(
+  rows, cfg: ml_collections.ConfigDict, cells: core.CellStore, key
+) -> dict:
+  """C = d_half / (k ln(n/k)) per (n, k) and seed on the integer d grid, with
+  intervals."""
   per_nk = []
   for n in cfg.ns:
     for k in cfg.ks:
@@ -129,16 +163,29 @@ def _refined_constants(rows, cfg: ml_collections.ConfigDict, cells: core.CellSto
       A, kind = _relevance(cfg, n, k)
       fit = {str(r["d"]): r["margin"] for r in rs}
       nk_key = jax.random.fold_in(jax.random.fold_in(key, n), k)
-      m0 = [[fit[str(d)]["per_seed"][s]["m0"] for d in cfg.ds] for s in range(cfg.seeds)]
+      m0 = [
+        [fit[str(d)]["per_seed"][s]["m0"] for d in cfg.ds]
+        for s in range(cfg.seeds)
+      ]
       bisect = lambda _: M.half_margin_dimensions(
-        jax.random.fold_in(nk_key, 4), A, m0, cfg.ds, rs[0]["m_inf"], steps=cfg.steps, lr=cfg.lr
-      )  # per seed, the integer d reaching half the optimum, inside the grid's bracket
+        jax.random.fold_in(nk_key, 4),
+        A,
+        m0,
+        cfg.ds,
+        rs[0]["m_inf"],
+        steps=cfg.steps,
+        lr=cfg.lr,
+        # per seed, the integer d reaching half the optimum, inside the grid's
+        # bracket
+      )
       ref = cells.get_or_compute(f"threshold/{n}/{k}/{kind}", bisect)
       per_nk.append(M.seed_threshold_constants(n, k, ref))
   return M.pooled_threshold_constants(per_nk, cfg.seeds)
 
 
-def _run_critical(cfg: ml_collections.ConfigDict, cells: core.CellStore, key) -> list[dict]:
+def _run_critical(
+  cfg: ml_collections.ConfigDict, cells: core.CellStore, key
+) -> list[dict]:
   grid = M.critical_n_grid(cfg.critical_n_max, cfg.critical_k)
 
   def run(_):
@@ -156,7 +203,9 @@ def _run_critical(cfg: ml_collections.ConfigDict, cells: core.CellStore, key) ->
     )
     return {
       "best": {str(d): n for d, n in best.items()},
-      "trace": {str(n): {str(d): a for d, a in t.items()} for n, t in trace.items()},
+      "trace": {
+        str(n): {str(d): a for d, a in t.items()} for n, t in trace.items()
+      },
       "wall_s": time.time() - t0,
     }
 
@@ -164,20 +213,27 @@ def _run_critical(cfg: ml_collections.ConfigDict, cells: core.CellStore, key) ->
     f"critical/{cfg.critical_k}/{cfg.critical_loss}/{cfg.critical_n_max}", run
   )
   return [
-    {"d": d, "critical_n": res["best"][str(d)], "wall_s": res["wall_s"], "grid": grid}
+    {
+      "d": d,
+      "critical_n": res["best"][str(d)],
+      "wall_s": res["wall_s"],
+      "grid": grid,
+    }
     for d in cfg.critical_ds
   ]
 
 
 def report_view(record: dict) -> dict:
-  """What ``configs/default.py``'s report reads, in the shapes it reads them (pure).
+  """What ``configs/default.py``'s report reads, in the shapes it reads them
+  (pure).
 
   Returns:
-    ``{"panels": [per (n, k): {"n", "k", "N", "rows", "m_inf", "d_star", "d", "fitted",
-    "cs_sum", "cs_svm", "jl", "sigmoid", "infonce" (m_0 per d; the losses at loss_n only),
-    "scaled_d", "scaled_m0"}], "threshold", "refined" (rows with text cells), "loss_rows",
-    "losses": {notion: {k: {"losses": {loss: {"d", "mean", "std"}}}}}, "critical" (rows with
-    "pred", "cap"), "grid", "poly" (text)}``.
+    ``{"panels": [per (n, k): {"n", "k", "N", "rows", "m_inf", "d_star", "d",
+    "fitted", "cs_sum", "cs_svm", "jl", "sigmoid", "infonce" (m_0 per d; the
+    losses at loss_n only), "scaled_d", "scaled_m0"}], "threshold", "refined"
+    (rows with text cells), "loss_rows", "losses": {notion: {k: {"losses":
+    {loss: {"d", "mean", "std"}}}}}, "critical" (rows with "pred", "cap"),
+    "grid", "poly" (text)}``.
   """
   m, cfg = record["metrics"], record["config"]
   groups: dict[tuple[int, int], list[dict]] = {}
@@ -190,8 +246,15 @@ def report_view(record: dict) -> dict:
       **{f: rs[0][f] for f in ("n", "k", "N", "rows", "m_inf", "d_star")},
       "d": col(lambda r: r["d"]),
       "fitted": col(lambda r: r["margin"]["m0_best"]),
-      **{q: col(lambda r, q=q: r[q]["certificate"]) for q in ("cs_sum", "cs_svm", "jl")},
-      **{l: col(lambda r, l=l: r[l]["m0_mean"]) for l in ("sigmoid", "infonce") if l in rs[0]},
+      **{
+        q: col(lambda r, q=q: r[q]["certificate"])
+        for q in ("cs_sum", "cs_svm", "jl")
+      },
+      **{
+        l: col(lambda r, l=l: r[l]["m0_mean"])
+        for l in ("sigmoid", "infonce")
+        if l in rs[0]
+      },
       "scaled_d": col(lambda r: r["d"] / (k * math.log(n / k))),
       "scaled_m0": col(lambda r: r["best_m0"] / r["m_inf"]),
     }
@@ -212,12 +275,17 @@ def report_view(record: dict) -> dict:
   fit = m["critical_fit"]
   return {
     "panels": panels,
-    "threshold": [{**q, "sqrt_k_m_inf": q["m_inf"] * math.sqrt(q["k"])} for q in m["threshold"]],
+    "threshold": [
+      {**q, "sqrt_k_m_inf": q["m_inf"] * math.sqrt(q["k"])}
+      for q in m["threshold"]
+    ],
     "refined": [
       {
         **q,
         "d_text": str(q["d_half_per_seed"]),
-        "C_text": ", ".join("n/a" if c is None else f"{c:.2f}" for c in q["C_per_seed"]),
+        "C_text": ", ".join(
+          "n/a" if c is None else f"{c:.2f}" for c in q["C_per_seed"]
+        ),
       }
       for q in refined
     ],
@@ -237,14 +305,23 @@ def report_view(record: dict) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs the three measurements; writes results.json and plots into ``workdir``."""
-  run_config, config = config, core.config_view(config, default_config.get_config())
+  """Runs the three measurements; writes results.json and plots into
+  ``workdir``."""
+  run_config, config = (
+    config,
+    core.config_view(config, default_config.get_config()),
+  )
   core.validate_seeds(config.seeds, name="seeds")
   for loss in config.losses:
     core.validate_choice(loss, name="losses", allowed=LOSS_CHOICES)
   if "margin" not in config.losses:
-    raise ValueError("losses must include 'margin' (the direct objective is the fitted reference).")
-  core.validate_choice(config.critical_loss, name="critical_loss", allowed=M.LOSSES)
+    raise ValueError(
+      "losses must include 'margin' (the direct objective is the fitted "
+      "reference)."
+    )
+  core.validate_choice(
+    config.critical_loss, name="critical_loss", allowed=M.LOSSES
+  )
   workdir = pathlib.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
@@ -253,7 +330,11 @@ def train_and_evaluate(config, workdir) -> dict:
   rows = _run_margin_vs_d(config, cells, jax.random.fold_in(key, 0))
   knees = M.threshold_constants(rows, config.ns, config.ks)
   refine = config.refine_threshold
-  refined = _refined_constants(rows, config, cells, jax.random.fold_in(key, 2)) if refine else None
+  refined = (
+    _refined_constants(rows, config, cells, jax.random.fold_in(key, 2))
+    if refine
+    else None
+  )
   crit = _run_critical(config, cells, jax.random.fold_in(key, 1))
   metrics = {
     "margin_vs_d": rows,
@@ -266,34 +347,41 @@ def train_and_evaluate(config, workdir) -> dict:
     ),
   }
   metrics["derived"] = derived_metrics(metrics)
-  core.write_results(  # run_config's claims and issue_verdicts decide the verdicts
+  # run_config's claims and issue_verdicts decide the verdicts
+  core.write_results(
     workdir,
     metrics=metrics,
     config=run_config,
     wall_time_s=time.time() - t0,
     table_file="table.md",
     notes=(
-      "Generated relevance matrices (all k-subsets, or distinct random k-subsets when there are "
-      "more than max_rows). m_inf is exact (symmetry-reduced SDP dual). Constructions are "
-      "reconstructions of the paper's; sigmoid/InfoNCE settings are our choices (Adam, "
-      "full batch, t0 = 10, learned t and b). Wall times on shared CPU cores are noisy."
+      "Generated relevance matrices (all k-subsets, "
+      "or distinct random k-subsets when there are more than max_rows). "
+      "m_inf is exact (symmetry-reduced SDP dual). "
+      "Constructions are reconstructions of the paper's; "
+      "sigmoid/InfoNCE settings are our choices (Adam, full batch, t0 = 10, "
+      "learned t and b). Wall times on shared CPU cores are noisy."
     ),
   )
   return metrics
 
 
 def derived_metrics(metrics) -> dict:
-  """The values the claims in ``configs/default.py`` are judged on (pure, JSON in/out).
+  """The values the claims in ``configs/default.py`` are judged on (pure, JSON
+  in/out).
 
-  ``sigmoid_win_fraction_<notion>``: sigmoid wins / compared cells; ``threshold_C_spread``:
-  max C / min C over (n, k), inf when some (n, k) never reaches half the optimum (powers-of-two
-  grid); ``threshold_C_fine_spread``: the same on the integer grid (seed-mean C per (n, k)),
-  with the median and the pooled C and its 95% CI over seeds.
+  ``sigmoid_win_fraction_<notion>``: sigmoid wins / compared cells;
+  ``threshold_C_spread``: max C / min C over (n, k), inf when some (n, k) never
+  reaches half the optimum (powers-of-two grid); ``threshold_C_fine_spread``:
+  the same on the integer grid (seed-mean C per (n, k)), with the median and the
+  pooled C and its 95% CI over seeds.
   """
   out = {}
   for notion, w in metrics["loss_wins"].items():
     total = w["sigmoid"] + w["infonce"] + w["tie"]
-    out[f"sigmoid_win_fraction_{notion}"] = w["sigmoid"] / total if total else None
+    out[f"sigmoid_win_fraction_{notion}"] = (
+      w["sigmoid"] / total if total else None
+    )
   cs = [q["C_half"] for q in metrics["threshold"]]
   if not cs:
     out["threshold_C_spread"] = None
@@ -308,5 +396,6 @@ def derived_metrics(metrics) -> dict:
     out["threshold_C_fine_pooled"] = ref["C_pooled_mean"]
     out["threshold_C_fine_pooled_ci95"] = ref["C_pooled_ci95"]
   elif ref.get("per_nk"):
-    out["threshold_C_fine_spread"] = float("inf")  # some (n, k) and seed never reached half
+    # some (n, k) and seed never reached half
+    out["threshold_C_fine_spread"] = float("inf")
   return out

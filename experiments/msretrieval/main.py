@@ -7,4 +7,5 @@ r"""Runs the fingerprint-prediction vs retrieval experiment.
 from jaxpapers.core import app
 
 if __name__ == "__main__":
-  app.run("experiments.msretrieval.train")  # imported after distributed start-up
+  # imported after distributed start-up
+  app.run("experiments.msretrieval.train")

@@ -1,4 +1,5 @@
-r"""Runs the PANDA benchmark (all backbones, vanilla vs PANDA, equal tuning budget).
+r"""Runs the PANDA benchmark (all backbones, vanilla vs PANDA, equal tuning
+budget).
 
   python -m experiments.panda.main --config=experiments/panda/configs/default.py \
       --workdir=runs/panda
@@ -10,8 +11,9 @@ from jaxpapers.core import app
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """The fixed sweep of ``train``, or for a config with a search space the random search of
-  ``search`` (imported here, after distributed start-up; ``train`` never imports ``search``)."""
+  """The fixed sweep of ``train``, or for a config with a search space the
+  random search of ``search`` (imported here, after distributed start-up;
+  ``train`` never imports ``search``)."""
   module = importlib.import_module(
     f"experiments.panda.{'search' if 'space' in config else 'train'}"
   )

@@ -1,5 +1,6 @@
-"""The grids of the SODA experiment: optimizer families, the groups trained as one program, the
-(family, hyperparameters) runs of a task, and the stored cells they fill stage by stage."""
+"""The grids of the SODA experiment: optimizer families, the groups trained as
+one program, the (family, hyperparameters) runs of a task, and the stored cells
+they fill stage by stage."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-# Optimizer families trained as one compiled program (``jaxpapers.soda.horizon_sweep``): every
-# run carries all the group's optimizer states. Muon and SODA(Muon) are groups of their own: a Muon
-# update costs several times the digits MLP's whole step (``benchmarks/soda_muon_step.py``).
+# Optimizer families trained as one compiled program
+# (``jaxpapers.soda.horizon_sweep``): every run carries all the group's
+# optimizer states. Muon and SODA(Muon) are groups of their own: a Muon update
+# costs several times the digits MLP's whole step
+# (``benchmarks/soda_muon_step.py``).
 GROUPS = {
   "muon": ("muon",),
   "soda_muon": ("soda_muon",),
@@ -21,14 +24,16 @@ MUON_GROUPS = ("muon", "soda_muon")
 
 
 def group_horizons(task_cfg: Any, group: str) -> tuple[int, ...]:
-  """The horizons of a group: ``muon_horizons`` for the Muon groups when set, else ``horizons``."""
+  """The horizons of a group: ``muon_horizons`` for the Muon groups when set,
+  else ``horizons``."""
   if group in MUON_GROUPS and task_cfg.get("muon_horizons", ()):
     return tuple(task_cfg["muon_horizons"])
   return tuple(task_cfg["horizons"])
 
 
 def group_seeds(task_cfg: Any, group: str) -> int:
-  """Seeds per grid point: ``muon_num_seeds`` for the Muon groups when > 0, else ``num_seeds``."""
+  """Seeds per grid point: ``muon_num_seeds`` for the Muon groups when > 0, else
+  ``num_seeds``."""
   if group in MUON_GROUPS and task_cfg.get("muon_num_seeds", 0):
     return int(task_cfg["muon_num_seeds"])
   return int(task_cfg["num_seeds"])
@@ -43,21 +48,29 @@ def family_grid(task_cfg: Any) -> list[tuple[str, dict[str, float]]]:
   """All (family, hyperparameters) of a task, in a fixed order."""
   c = task_cfg
   return (
-    [("adamw", {"lr": lr, "wd": wd}) for lr in c.adamw_lrs for wd in c.adamw_wds]
+    [
+      ("adamw", {"lr": lr, "wd": wd})
+      for lr in c.adamw_lrs
+      for wd in c.adamw_wds
+    ]
     + [("soda_adamw", {"lr": lr}) for lr in c.soda_adamw_lrs]
     + [
       ("muon", {"lr": lr, "wd": wd, "adam_lr": c.muon_adam_lr})
       for lr in c.muon_lrs
       for wd in c.muon_wds
     ]
-    + [("soda_muon", {"lr": lr, "adam_lr": c.muon_adam_lr}) for lr in c.soda_muon_lrs]
+    + [
+      ("soda_muon", {"lr": lr, "adam_lr": c.muon_adam_lr})
+      for lr in c.soda_muon_lrs
+    ]
   )
 
 
 def cell_blocks(
   task_cfg: Any, runs: Sequence[tuple[str, dict[str, float]]]
 ) -> list[tuple[str, list[tuple[str, dict[str, float]]]]]:
-  """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``, stage by stage.
+  """The stored cells of one (horizon, group): ``[(name suffix, runs), ...]``,
+  stage by stage.
 
   ``task_cfg.cell_stages`` is the grid's history, ``((suffix, ((family, learning rates), ...)),
   ...)`` (pairs, as a frozen config view holds them; a ``{family: learning rates}`` mapping, the
@@ -68,12 +81,14 @@ def cell_blocks(
   is added. Empty cells are left out; the order of ``runs`` is kept.
 
   Raises:
-    ValueError: if ``cell_stages`` is malformed, a learning rate is listed by two stages of one
-      family, or a run's family is named by a stage but its learning rate by none.
+    ValueError: if ``cell_stages`` is malformed, a learning rate is listed by
+      two stages of one family, or a run's family is named by a stage but its
+      learning rate by none.
   """
   raw = task_cfg.get("cell_stages", ())  # a task without it: one stage
   bad = ValueError(
-    f"cell_stages must be a sequence of (suffix, ((family, learning rates), ...)) pairs, got {raw!r}"
+    "cell_stages must be a sequence of (suffix, ((family, learning rates), "
+    f"...)) pairs, got {raw!r}"
   )
   try:
     stages = [(suffix, dict(lrs)) for suffix, lrs in raw]
@@ -88,22 +103,32 @@ def cell_blocks(
     raise ValueError(f"cell_stages: the suffixes {suffixes} must be distinct")
   blocks = {suffix: [] for suffix in suffixes}
   for family, hp in runs:
-    hits = [s for s, lrs in stages if any(math.isclose(hp["lr"], x) for x in lrs.get(family, ()))]
+    hits = [
+      s
+      for s, lrs in stages
+      if any(math.isclose(hp["lr"], x) for x in lrs.get(family, ()))
+    ]
     if len(hits) > 1:
-      raise ValueError(f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}")
+      raise ValueError(
+        f"cell_stages: {family} lr {hp['lr']:g} is listed by the stages {hits}"
+      )
     if not hits and any(family in lrs for _, lrs in stages):
       raise ValueError(
-        f"cell_stages: {family} lr {hp['lr']:g} is in the grid but in no stage; add it to the "
-        "stage that trains it"
+        f"cell_stages: {family} lr {hp['lr']:g} is in the grid but in no "
+        "stage; add it to the stage that trains it"
       )
     blocks[hits[0] if hits else suffixes[0]].append((family, hp))
   return [(suffix, blocks[suffix]) for suffix in suffixes if blocks[suffix]]
 
 
 def check_cell(
-  name: str, value: list[dict], runs: Sequence[tuple[str, dict[str, float]]], total: int
+  name: str,
+  value: list[dict],
+  runs: Sequence[tuple[str, dict[str, float]]],
+  total: int,
 ) -> None:
-  """Raises ``ValueError`` unless a stored cell holds exactly ``runs`` at horizon ``total``."""
+  """Raises ``ValueError`` unless a stored cell holds exactly ``runs`` at
+  horizon ``total``."""
   got = [(r["family"], r["horizon"], r["hp"]) for r in value]
   want = [(f, total, hp) for f, hp in runs]
   same = len(got) == len(want) and all(
@@ -115,6 +140,7 @@ def check_cell(
   )
   if not same:
     raise ValueError(
-      f"stored cell {name!r} holds the runs {got}, but the config asks for {want}: the grid "
-      "changed since the cell was stored; use a fresh workdir or delete that cell"
+      f"stored cell {name!r} holds the runs {got}, "
+      f"but the config asks for {want}: the grid changed since the cell was "
+      "stored; use a fresh workdir or delete that cell"
     )

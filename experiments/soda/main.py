@@ -1,6 +1,7 @@
 """Runs the SODA experiment.
 
-python -m experiments.soda.main --config=experiments/soda/configs/default.py --workdir=runs/soda
+python -m experiments.soda.main --config=experiments/soda/configs/default.py
+--workdir=runs/soda
 """
 
 from jaxpapers.core import app

@@ -1,10 +1,13 @@
-"""SOLA's input pipeline: offline text, the two tokenizations, the teacher cache and the cost.
+"""SOLA's input pipeline: offline text, the two tokenizations, the teacher cache
+and the cost.
 
-``prepare(config, workdir)`` splits the standard library's ``pydoc_data`` topics by document
-into calibration / train / held-out windows, plus a code-transfer set (standard-library source);
-trains the student's BPE tokenizer on the train split; aligns every window with the teacher's own
-tokenization by MCC blocks; caches the teacher's top-K_c predictions once (resumable,
-``<workdir>/teacher_cache``); and estimates the correspondence cost on the calibration split.
+``prepare(config, workdir)`` splits the standard library's ``pydoc_data`` topics
+by document into calibration / train / held-out windows, plus a code-transfer
+set (standard-library source); trains the student's BPE tokenizer on the train
+split; aligns every window with the teacher's own tokenization by MCC blocks;
+caches the teacher's top-K_c predictions once (resumable,
+``<workdir>/teacher_cache``); and estimates the correspondence cost on the
+calibration split.
 """
 
 from __future__ import annotations
@@ -20,18 +23,26 @@ import numpy as np
 from jaxpapers import lm
 from jaxpapers import sola as S
 
-# Methods whose student uses the teacher's own tokenizer (a student with the teacher's vocabulary).
+# Methods whose student uses the teacher's own tokenizer (a student with the
+# teacher's vocabulary).
 SAME_TOK = ("same_tok_ce", "same_tok_kd")
 
 
 def load_texts(c):
-  """Document-level split of pydoc topics, and the code-transfer texts (stdlib source)."""
+  """Document-level split of pydoc topics, and the code-transfer texts (stdlib
+  source)."""
   import pydoc_data.topics
 
-  docs = [v for _, v in sorted(pydoc_data.topics.topics.items()) if len(v) > 200]
-  code = [inspect.getsource(importlib.import_module(name)) for name in c.code_modules]
+  docs = [
+    v for _, v in sorted(pydoc_data.topics.topics.items()) if len(v) > 200
+  ]
+  code = [
+    inspect.getsource(importlib.import_module(name)) for name in c.code_modules
+  ]
   sizes = dict(train=c.n_train, calib=c.n_calib, eval=c.n_eval, code=c.n_code)
-  return S.window_splits(docs, code, sizes=sizes, window_chars=c.window_chars, seed=c.data_seed)
+  return S.window_splits(
+    docs, code, sizes=sizes, window_chars=c.window_chars, seed=c.data_seed
+  )
 
 
 def load_teacher(c, split):
@@ -43,31 +54,46 @@ def load_teacher(c, split):
     cfg, params, tok = lm.load_gemma3()
     desc = "Gemma-3-270M (Q4_K_M GGUF), SentencePiece 262,144"
   elif c.teacher == "random":
-    tok = S.train_bpe(split["train"], vocab_size=c.random_teacher.vocab, style="bytelevel")
+    tok = S.train_bpe(
+      split["train"], vocab_size=c.random_teacher.vocab, style=("bytelevel")
+    )
     t = c.random_teacher
-    cfg = lm.small_config(tok.vocab_size, d_model=t.d_model, n_layers=t.n_layers)
+    cfg = lm.small_config(
+      tok.vocab_size, d_model=t.d_model, n_layers=t.n_layers
+    )
     params = lm.init_params(jax.random.key(123), cfg, std=0.5)
-    desc = f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}"
+    desc = (
+      f"random-init {t.n_layers}-layer teacher, byte-level BPE {tok.vocab_size}"
+    )
   else:
-    raise ValueError(f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}")
+    raise ValueError(
+      f"teacher must be 'smollm2', 'gemma3' or 'random', got {c.teacher!r}"
+    )
   f = jax.jit(lambda p, x: lm.forward(p, x, config=cfg)[0])
   return (lambda x: f(params, x)), tok, desc
 
 
 def prepare(c, workdir):
-  """Tokenizes, aligns and caches the teacher once: the arrays every sweep of the run reads.
+  """Tokenizes, aligns and caches the teacher once: the arrays every sweep of
+  the run reads.
 
   Returns:
-    ``(data, stats)``: ``data`` holds the student's ``train`` / ``eval`` / ``code`` arrays, the
-    correspondence tables (``table``, ``table_lex`` and, with ``sola_hard``, ``table_hard``) and,
-    with a same-tokenizer method, the ``*_tt`` arrays in the teacher's tokens; ``stats`` what
-    the run reports about the texts, the tokenizers and the teacher cache.
+    ``(data, stats)``: ``data`` holds the student's ``train`` / ``eval`` /
+    ``code`` arrays, the correspondence tables (``table``, ``table_lex`` and,
+    with ``sola_hard``, ``table_hard``) and, with a same-tokenizer method, the
+    ``*_tt`` arrays in the teacher's tokens; ``stats`` what the run reports
+    about the texts, the tokenizers and the teacher cache.
   """
   split, wins = load_texts(c)
   t0 = time.time()
-  s_tok = S.train_bpe(split["train"], vocab_size=c.student_vocab, style="metaspace")
+  s_tok = S.train_bpe(
+    split["train"], vocab_size=c.student_vocab, style=("metaspace")
+  )
   logits_fn, t_tok, t_desc = load_teacher(c, split)
-  al = {k: S.align_texts(w, t_tok, s_tok, max_len=c.max_len) for k, w in wins.items()}
+  al = {
+    k: S.align_texts(w, t_tok, s_tok, max_len=c.max_len)
+    for k, w in wins.items()
+  }
   tc = time.time()
   caches, cache = _cache_teacher(c, workdir, logits_fn, al)
   cache_s = time.time() - tc
@@ -76,7 +102,9 @@ def prepare(c, workdir):
   tables = _correspondence_tables(c, al["calib"], caches["calib"], t_str, s_str)
   tr, ev = al["train"], al["eval"]
   teacher_bpb = float(
-    S.bits_per_byte(jnp.asarray(caches["eval"].tok_logp.sum(1)), jnp.asarray(ev.n_bytes))
+    S.bits_per_byte(
+      jnp.asarray(caches["eval"].tok_logp.sum(1)), jnp.asarray(ev.n_bytes)
+    )
   )
   data = {**_student_data(c, al, caches["train"], t_str, s_str), **tables}
   if any(m in c.methods for m in SAME_TOK):
@@ -92,7 +120,9 @@ def prepare(c, workdir):
     "teacher_tokens_cached": int(sum(int(al[k].t_len.sum()) for k in _CACHED)),
     "teacher_cache_s": cache_s,
     "teacher_cache_bytes_per_token": cache.bytes_per_token,
-    "blocks_per_window": {k: float(a.blk_valid.sum(1).mean()) for k, a in al.items()},
+    "blocks_per_window": {
+      k: float(a.blk_valid.sum(1).mean()) for k, a in al.items()
+    },
     "tokens_per_block": {
       "teacher": float((tr.t_len - 1).sum() / tr.blk_valid.sum()),
       "student": float((tr.s_len - 1).sum() / tr.blk_valid.sum()),
@@ -103,11 +133,13 @@ def prepare(c, workdir):
   return data, stats
 
 
-_CACHED = ("train", "calib", "eval")  # the splits whose teacher predictions are cached
+# the splits whose teacher predictions are cached
+_CACHED = ("train", "calib", "eval")
 
 
 def _cache_teacher(c, workdir, logits_fn, al):
-  """The teacher's top-``kc`` predictions on the cached splits, computed once per workdir.
+  """The teacher's top-``kc`` predictions on the cached splits, computed once
+  per workdir.
 
   Returns:
     ``({split: its S.TeacherCache}, the cache of all of them)``.
@@ -122,18 +154,22 @@ def _cache_teacher(c, workdir, logits_fn, al):
     directory=f"{workdir}/teacher_cache",
   )
   cuts = np.cumsum([len(al[k].texts) for k in _CACHED])[:-1]
-  parts = zip(*(np.split(x, cuts) for x in cache))  # per split: (ids, logp, tok_logp)
+  # per split: (ids, logp, tok_logp)
+  parts = zip(*(np.split(x, cuts) for x in cache))
   return dict(zip(_CACHED, (S.TeacherCache(*p) for p in parts))), cache
 
 
 def _correspondence_tables(c, ca, calib_cache, t_str, s_str) -> dict:
-  """The correspondence cost estimated on the calibration alignment ``ca`` (soft counts, and
-  hard counts for ``sola_hard``) and the lexical table of the ``sola_lexical`` ablation."""
+  """The correspondence cost estimated on the calibration alignment ``ca`` (soft
+  counts, and hard counts for ``sola_hard``) and the lexical table of the
+  ``sola_lexical`` ablation."""
   cid, clp = S.gather_cache(calib_cache, ca.blk_t_pos)
   v = ca.blk_valid
   args = (ca.blk_t_id[v], ca.blk_s_id[v], cid[v], clp[v])
   out = {
-    "table": S.estimate_correspondence(*args, t_strings=t_str, s_strings=s_str, r=c.r),
+    "table": S.estimate_correspondence(
+      *args, t_strings=t_str, s_strings=s_str, r=c.r
+    ),
     "table_lex": S.lexical_table(t_str, s_str, r=c.r),
   }
   if "sola_hard" in c.methods:
@@ -144,8 +180,9 @@ def _correspondence_tables(c, ca, calib_cache, t_str, s_str) -> dict:
 
 
 def _student_data(c, al, train_cache, t_str, s_str) -> dict:
-  """The student's training arrays (its tokens, the aligned blocks, the teacher's cached top-k,
-  the MinED-style map and the ALM chunk maps) and its held-out and code-transfer tokens."""
+  """The student's training arrays (its tokens, the aligned blocks, the
+  teacher's cached top-k, the MinED-style map and the ALM chunk maps) and its
+  held-out and code-transfer tokens."""
   tr, ev, cd = al["train"], al["eval"], al["code"]
   tid, tlp = S.gather_cache(train_cache, tr.blk_t_pos)
   uniq = np.unique(tid[..., : c.k])
@@ -159,7 +196,8 @@ def _student_data(c, al, train_cache, t_str, s_str) -> dict:
     "t_ids": tid,
     "t_logp": tlp,
     "mined": lut[tid[..., : c.k]],
-    # ALM-style chunk loss: token -> block maps and the teacher's realised-token log-probs
+    # ALM-style chunk loss: token -> block maps and the teacher's realised-token
+    # log-probs
     "s_block": tr.s_block,
     "t_block": tr.t_block,
     "t_tok_logp": train_cache.tok_logp,
@@ -169,8 +207,9 @@ def _student_data(c, al, train_cache, t_str, s_str) -> dict:
 
 
 def _same_tokenizer_data(al, train_cache) -> dict:
-  """The same-tokenizer reference: the student reads the teacher's tokens; every teacher
-  position is an aligned pair (one MCC block per token), distilled on the cached top-k."""
+  """The same-tokenizer reference: the student reads the teacher's tokens; every
+  teacher position is an aligned pair (one MCC block per token), distilled on
+  the cached top-k."""
   tr, ev, cd = al["train"], al["eval"], al["code"]
   t_len = tr.t_len
   n_pos = tr.t_tokens.shape[1] - 1

@@ -1,6 +1,7 @@
 r"""Runs the SSCL shapes-world experiment.
 
-python -m experiments.sscl.main --config=experiments/sscl/configs/default.py --workdir=runs/sscl
+python -m experiments.sscl.main --config=experiments/sscl/configs/default.py
+--workdir=runs/sscl
 """
 
 from jaxpapers.core import app

@@ -1,9 +1,11 @@
-"""SSCL on the shapes world: a tiny CLIP per seed, then the fine-tuning arms from it.
+"""SSCL on the shapes world: a tiny CLIP per seed, then the fine-tuning arms
+from it.
 
-Grid 1 (``core.Sweep``) trains a tiny CLIP per seed with the global CLIP loss only; grid 2
-fine-tunes each seed's CLIP with every arm of ``jaxpapers.sscl.ARM_WEIGHTS`` (same batches and
-views across the arms of a seed: paired). Every model is read with
-``jaxpapers.sscl.make_evaluate``; ``evaluate.py`` turns the runs into the claims' numbers.
+Grid 1 (``core.Sweep``) trains a tiny CLIP per seed with the global CLIP loss
+only; grid 2 fine-tunes each seed's CLIP with every arm of
+``jaxpapers.sscl.ARM_WEIGHTS`` (same batches and views across the arms of a
+seed: paired). Every model is read with ``jaxpapers.sscl.make_evaluate``;
+``evaluate.py`` turns the runs into the claims' numbers.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def _model(cfg: ml_collections.ConfigDict, key) -> S.TinyCLIP:
 
 
 def _pretrain_fns(cfg: ml_collections.ConfigDict, graphdef, evaluate):
-  """Grid 1, CLIP pre-training with the global loss only: a ``core.Sweep``'s (init, step,
-  eval)."""
+  """Grid 1, CLIP pre-training with the global loss only: a ``core.Sweep``'s
+  (init, step, eval)."""
 
   def init(hp, key, data):
     params = nnx.split(_model(cfg, key))[1]
@@ -51,7 +53,9 @@ def _pretrain_fns(cfg: ml_collections.ConfigDict, graphdef, evaluate):
   def step(state, hp, key, step, data):
     params, opt = state
     k = jax.random.fold_in(key, step)
-    idx = jax.random.randint(k, (cfg.pretrain_batch,), 0, data["train_images"].shape[0])
+    idx = jax.random.randint(
+      k, (cfg.pretrain_batch,), 0, data["train_images"].shape[0]
+    )
 
     def loss_fn(p):
       m = nnx.merge(graphdef, p)
@@ -67,10 +71,12 @@ def _pretrain_fns(cfg: ml_collections.ConfigDict, graphdef, evaluate):
 
 
 def _finetune_fns(cfg: ml_collections.ConfigDict, graphdef, mask, evaluate):
-  """Grid 2, the fine-tuning arms from each seed's CLIP: a ``core.Sweep``'s (init, step, eval).
+  """Grid 2, the fine-tuning arms from each seed's CLIP: a ``core.Sweep``'s
+  (init, step, eval).
 
-  The run's hyperparameters hold its initial (and frozen teacher's) params ``init`` and the
-  arm's weights ``w_<name>`` (``S.LOSS_TERMS``); only the leaves of ``mask`` move.
+  The run's hyperparameters hold its initial (and frozen teacher's) params
+  ``init`` and the arm's weights ``w_<name>`` (``S.LOSS_TERMS``); only the
+  leaves of ``mask`` move.
   """
   sc = _sscl_cfg(cfg)
   opt_of = lambda: S.masked_adam(cfg.lr_finetune, mask)
@@ -85,23 +91,34 @@ def _finetune_fns(cfg: ml_collections.ConfigDict, graphdef, mask, evaluate):
     w = {n: hp[f"w_{n}"] for n in S.LOSS_TERMS}
     k = jax.random.fold_in(key, step)
     b = S.finetune_batch(k, data, diverse=w["diverse"], **batch_kw)
-    t = S.teacher_targets(teacher, data, b, vfm=cfg.vfm, patch=cfg.patch, config=sc)
+    t = S.teacher_targets(
+      teacher, data, b, vfm=cfg.vfm, patch=cfg.patch, config=sc
+    )
     loss_fn = lambda p: S.arm_loss(nnx.merge(graphdef, p), w, b, t, config=sc)
     (loss, terms), g = jax.value_and_grad(loss_fn, has_aux=True)(params)
     upd, opt = opt_of().update(g, opt, params)
     return (optax.apply_updates(params, upd), opt), {"loss": loss, **terms}
 
-  return init, step, lambda state, hp, key, data: evaluate(state[0], data, False)
+  return (
+    init,
+    step,
+    lambda state, hp, key, data: evaluate(state[0], data, False),
+  )
 
 
 def _programs(cfg: ml_collections.ConfigDict):
-  """The two grids' (init, step, eval) triples, sharing one model graph and one evaluation."""
-  graphdef, abstract = nnx.split(nnx.eval_shape(lambda: _model(cfg, jax.random.key(0))))
+  """The two grids' (init, step, eval) triples, sharing one model graph and one
+  evaluation."""
+  graphdef, abstract = nnx.split(
+    nnx.eval_shape(lambda: _model(cfg, jax.random.key(0)))
+  )
   mask = S.trainable_mask(abstract, cfg.depth)
   evaluate = S.make_evaluate(
     graphdef, config=_sscl_cfg(cfg), **_pick(cfg, "size patch classes vfm")
   )
-  return _pretrain_fns(cfg, graphdef, evaluate), _finetune_fns(cfg, graphdef, mask, evaluate)
+  return _pretrain_fns(cfg, graphdef, evaluate), _finetune_fns(
+    cfg, graphdef, mask, evaluate
+  )
 
 
 # ------------------------------------------------------------------ grids --
@@ -119,7 +136,13 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
 
   def run(fns, grid, hp, keys, ckpt, desc):  # grid: "pretrain" or "finetune"
     steps, chunk = getattr(cfg, f"{grid}_steps"), getattr(cfg, f"{grid}_chunk")
-    kw = dict(num_steps=steps, chunk_size=chunk, data=data, checkpoint_dir=ckpt, desc=desc)
+    kw = dict(
+      num_steps=steps,
+      chunk_size=chunk,
+      data=data,
+      checkpoint_dir=ckpt,
+      desc=desc,
+    )
     return core.Sweep(*fns).run(hp, keys, **kw)
 
   def pretrain(ckpt):
@@ -142,13 +165,17 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
   runs = [(s, a) for s in seeds for a in cfg.arms]
 
   def finetune(ckpt):
-    if "params" not in state:  # resumed after pre-training: rerun it (deterministic)
+    # resumed after pre-training: rerun it (deterministic)
+    if "params" not in state:
       pretrain(None)
     src = np.array([s for s, _ in runs])
     hp = {"init": jax.tree.map(lambda x: np.asarray(x)[src], state["params"])}
     for j, n in enumerate(S.LOSS_TERMS):
-      hp[f"w_{n}"] = np.array([S.ARM_WEIGHTS[a][j] for _, a in runs], np.float32)
-    # the arms of one seed share their key: same batches, anchors and views (paired)
+      hp[f"w_{n}"] = np.array(
+        [S.ARM_WEIGHTS[a][j] for _, a in runs], np.float32
+      )
+    # the arms of one seed share their key: same batches, anchors and views
+    # (paired)
     keys = jnp.stack([jax.random.fold_in(base, 100 + s) for s, _ in runs])
     res = run(ft_fns, "finetune", hp, keys, ckpt, desc="SSCL fine-tuning arms")
     n_chunks = -(-cfg.finetune_steps // cfg.finetune_chunk)
@@ -158,10 +185,17 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
           "seed": s,
           "arm": a,
           "evals": _last(res, r),
-          "final_terms": {k: float(np.asarray(v[r, -20:]).mean()) for k, v in res.history.items()},
-          # per fine-tuning chunk, the mean of every loss term and diagnostic over its steps
+          "final_terms": {
+            k: float(np.asarray(v[r, -20:]).mean())
+            for k, v in res.history.items()
+          },
+          # per fine-tuning chunk, the mean of every loss term and diagnostic
+          # over its steps
           "terms_by_chunk": {
-            k: [float(c.mean()) for c in np.array_split(np.asarray(v[r]), n_chunks)]
+            k: [
+              float(c.mean())
+              for c in np.array_split(np.asarray(v[r]), n_chunks)
+            ]
             for k, v in res.history.items()
           },
         }
@@ -174,8 +208,12 @@ def _train(cfg: ml_collections.ConfigDict, cells: core.CellStore, data) -> dict:
 
 
 def train_and_evaluate(config, workdir) -> dict:
-  """Runs both grids; writes results.json, table.md and plots under ``workdir``."""
-  run_config, config = config, core.config_view(config, default_config.get_config())
+  """Runs both grids; writes results.json, table.md and plots under
+  ``workdir``."""
+  run_config, config = (
+    config,
+    core.config_view(config, default_config.get_config()),
+  )
   core.validate_seeds(config.seeds, name="seeds")
   for a in config.arms:
     core.validate_choice(a, name="arms", allowed=S.ARMS)
@@ -185,14 +223,22 @@ def train_and_evaluate(config, workdir) -> dict:
   workdir.mkdir(parents=True, exist_ok=True)
   t0 = time.time()
   data = S.benchmark_data(
-    config.seed, **_pick(config, "n_train n_test size patch classes probe_images")
+    config.seed,
+    **_pick(config, "n_train n_test size patch classes probe_images"),
   )
   cells = core.CellStore(workdir / "cells")
   grid = _train(config, cells, data)
   summary = E.summarize(config, grid)
-  trivial = S.trivial_baselines(data, config.seed + 9, S.num_classes(config.classes))
+  trivial = S.trivial_baselines(
+    data, config.seed + 9, S.num_classes(config.classes)
+  )
   probe = E.probes(grid)
-  metrics = {"summary": summary, "trivial": trivial, "probe": probe, "runs": grid}
+  metrics = {
+    "summary": summary,
+    "trivial": trivial,
+    "probe": probe,
+    "runs": grid,
+  }
   metrics["derived"] = E.derived_metrics(summary, trivial, probe)
   core.write_results(
     workdir,
@@ -201,12 +247,13 @@ def train_and_evaluate(config, workdir) -> dict:
     wall_time_s=time.time() - t0,
     table_file="table.md",
     notes=(
-      "Synthetic proxy: procedural 32x32 shapes-world images, a ~0.2M-parameter CLIP-style "
-      f"model trained from scratch with the global CLIP loss, the '{config.vfm}' 'VFM' proxy "
-      "in place of DINO. Not COCO, not CLIP ViT-B/16, no video. Evaluation: foreground mIoU "
-      f"over the {config.classes} classes (background pixels ignored), MaskCLIP readout, logit "
-      "scale 40, "
-      "bilinear upsampling, no sliding window, no PAMR, no background threshold."
+      "Synthetic proxy: procedural 32x32 shapes-world images, "
+      "a ~0.2M-parameter CLIP-style model trained from scratch with the "
+      f"global CLIP loss, the '{config.vfm}' 'VFM' proxy in place of DINO. "
+      "Not COCO, not CLIP ViT-B/16, no video. Evaluation: "
+      f"foreground mIoU over the {config.classes} classes (background pixels "
+      "ignored), MaskCLIP readout, logit scale 40, bilinear upsampling, "
+      "no sliding window, no PAMR, no background threshold."
     ),
   )
   return metrics

@@ -1,9 +1,10 @@
-"""Retrieval baselines behind one interface, turn features, and the paper's retrieval metrics.
+"""Retrieval baselines behind one interface, turn features, and the paper's
+retrieval metrics.
 
-Every retriever returns scores float [..., N] (higher = retrieve first; padding turns -inf):
-``'similarity'`` (cosine of the LM's mean-pooled hidden states), ``'bm25'`` (``bm25s``),
-``'recency'`` (newest first) and ``'random'``. The context-level baselines "no memory" and
-"all memory" need no scores.
+Every retriever returns scores float [..., N] (higher = retrieve first; padding
+turns -inf): ``'similarity'`` (cosine of the LM's mean-pooled hidden states),
+``'bm25'`` (``bm25s``), ``'recency'`` (newest first) and ``'random'``. The
+context-level baselines "no memory" and "all memory" need no scores.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ RETRIEVERS = ("similarity", "bm25", "recency", "random")
 
 
 def mean_pooled_features(
-  params: lm.Params, ids: ArrayLike, mask: ArrayLike, *, config: lm.LMConfig, layer: int = -1
+  params: lm.Params,
+  ids: ArrayLike,
+  mask: ArrayLike,
+  *,
+  config: lm.LMConfig,
+  layer: int = -1,
 ) -> jax.Array:
-  """Mean over real tokens of the residual stream entering ``layer`` of a ``jaxpapers.lm`` model.
+  """Mean over real tokens of the residual stream entering ``layer`` of a
+  ``jaxpapers.lm`` model.
 
   Args:
     params: LM parameters.
@@ -42,8 +49,12 @@ def mean_pooled_features(
   """
   ids = V.check_array(ids, "ids", dtype="int", ndim=2)
   mask = V.check_array(mask, "mask", dtype="bool", shape=ids.shape)
-  layer = V.check_int(layer, "layer", min_value=-config.n_layers, max_value=config.n_layers - 1)
-  ok = V.check_values(jnp.all(jnp.any(mask, axis=1)), "mask must hold a token in every row")
+  layer = V.check_int(
+    layer, "layer", min_value=-config.n_layers, max_value=config.n_layers - 1
+  )
+  ok = V.check_values(
+    jnp.all(jnp.any(mask, axis=1)), "mask must hold a token in every row"
+  )
   return V.poison(_pool_jit(params, ids, mask, config=config, layer=layer), ok)
 
 
@@ -52,14 +63,21 @@ def _pool_jit(params, ids, mask, *, config, layer):
   from jaxpapers import lm
 
   _, _, cap = lm.forward(
-    params, ids, config=config, mask=mask, capture=lm.Capture(residual=True), logits_at="none"
+    params,
+    ids,
+    config=config,
+    mask=mask,
+    capture=lm.Capture(residual=True),
+    logits_at=("none"),
   )
   h = cap["residual"][:, layer]  # [B, T, d]
   w = mask.astype(jnp.float32)[..., None]
   return (h * w).sum(1) / jnp.maximum(w.sum(1), 1.0)
 
 
-def cosine_scores(f_turn: ArrayLike, f_query: ArrayLike, valid: ArrayLike) -> jax.Array:
+def cosine_scores(
+  f_turn: ArrayLike, f_query: ArrayLike, valid: ArrayLike
+) -> jax.Array:
   """cos(f_m_i, f_x) per turn; -inf at padding.
 
   Args:
@@ -72,11 +90,17 @@ def cosine_scores(f_turn: ArrayLike, f_query: ArrayLike, valid: ArrayLike) -> ja
   """
   f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
   f_query = V.check_array(
-    f_query, "f_query", dtype="float", shape=f_turn.shape[:-2] + f_turn.shape[-1:]
+    f_query,
+    "f_query",
+    dtype="float",
+    shape=f_turn.shape[:-2] + f_turn.shape[-1:],
   )
   valid = V.check_array(valid, "valid", dtype="bool", shape=f_turn.shape[:-1])
   num = jnp.einsum("...nd,...d->...n", f_turn, f_query)
-  den = jnp.linalg.norm(f_turn, axis=-1) * jnp.linalg.norm(f_query, axis=-1)[..., None]
+  den = (
+    jnp.linalg.norm(f_turn, axis=-1)
+    * jnp.linalg.norm(f_query, axis=-1)[..., None]
+  )
   return jnp.where(valid, num / jnp.maximum(den, 1e-12), -jnp.inf)
 
 
@@ -105,13 +129,21 @@ def random_scores(key: jax.Array, valid: ArrayLike) -> jax.Array:
     float32 [..., N], uniform in [0, 1) at valid turns, -inf at padding.
   """
   valid = V.check_array(valid, "valid", dtype="bool", ndim=range(1, 8))
-  if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
-    raise TypeError(f"key must be a typed PRNG key (jax.random.key), got {type(key).__name__}")
+  if not (
+    isinstance(key, jax.Array)
+    and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  ):
+    raise TypeError(
+      f"key must be a typed PRNG key (jax.random.key), got {type(key).__name__}"
+    )
   return jnp.where(valid, jax.random.uniform(key, valid.shape), -jnp.inf)
 
 
-def bm25_scores(turns: Sequence[str], query: str, *, n_max: int | None = None) -> np.ndarray:
-  """BM25 (``bm25s``, Lucene variant, English stop words) of ``query`` against ``turns``.
+def bm25_scores(
+  turns: Sequence[str], query: str, *, n_max: int | None = None
+) -> np.ndarray:
+  """BM25 (``bm25s``, Lucene variant, English stop words) of ``query`` against
+  ``turns``.
 
   Host-side: the index is built over this one history.
 
@@ -124,13 +156,17 @@ def bm25_scores(turns: Sequence[str], query: str, *, n_max: int | None = None) -
     float32 [n_max], -inf at padding.
 
   Raises:
-    ImportError: ``bm25s`` is not installed (``pip install 'jaxpapers[bayes_memory]'``).
+    ImportError: ``bm25s`` is not installed (``pip install
+      'jaxpapers[bayes_memory]'``).
   """
   try:
     import bm25s
-  except ImportError as e:  # pragma: no cover - exercised by monkeypatching in tests
+  except (
+    ImportError
+  ) as e:  # pragma: no cover - exercised by monkeypatching in tests
     raise ImportError(
-      "bm25_scores needs the 'bm25s' package: pip install 'jaxpapers[bayes_memory]'"
+      "bm25_scores needs the 'bm25s' package: pip install "
+      "'jaxpapers[bayes_memory]'"
     ) from e
   if isinstance(turns, str) or not all(isinstance(t, str) for t in turns):
     raise TypeError("turns must be a sequence of str")
@@ -139,14 +175,21 @@ def bm25_scores(turns: Sequence[str], query: str, *, n_max: int | None = None) -
   turns = list(turns)
   if not turns:
     raise ValueError("turns must hold at least one turn")
-  n_max = len(turns) if n_max is None else V.check_int(n_max, "n_max", min_value=len(turns))
+  n_max = (
+    len(turns)
+    if n_max is None
+    else V.check_int(n_max, "n_max", min_value=len(turns))
+  )
   out = np.full(n_max, -np.inf, np.float32)
   corpus = bm25s.tokenize(turns, stopwords="en", show_progress=False)
   retr = bm25s.BM25()
   retr.index(corpus, show_progress=False)
   # With return_ids=False tokenize gives one list of token strings per text.
   qtok = cast(
-    list[str], bm25s.tokenize([query], stopwords="en", show_progress=False, return_ids=False)[0]
+    list[str],
+    bm25s.tokenize(
+      [query], stopwords="en", show_progress=False, return_ids=False
+    )[0],
   )
   out[: len(turns)] = retr.get_scores(qtok) if qtok else 0.0
   return out
@@ -162,11 +205,12 @@ def retrieval_scores(
   query: str | None = None,
   key: jax.Array | None = None,
 ) -> jax.Array | np.ndarray:
-  """One interface over the baselines: scores float [..., N] for ``method`` in RETRIEVERS.
+  """One interface over the baselines: scores float [..., N] for ``method`` in
+  RETRIEVERS.
 
   Args:
-    method: 'similarity' (needs f_turn, f_query), 'bm25' (needs turns, query; one history),
-      'recency', or 'random' (needs key).
+    method: 'similarity' (needs f_turn, f_query), 'bm25' (needs turns, query;
+      one history), 'recency', or 'random' (needs key).
     valid: bool [..., N].
     f_turn: float [..., N, d] turn features ('similarity').
     f_query: float [..., d] query features ('similarity').
@@ -175,7 +219,8 @@ def retrieval_scores(
     key: a typed PRNG key ('random').
 
   Returns:
-    float [..., N] (higher = more relevant), -inf at padding; a NumPy array for 'bm25'.
+    float [..., N] (higher = more relevant), -inf at padding; a NumPy array for
+    'bm25'.
   """
   if method not in RETRIEVERS:
     raise ValueError(f"method must be one of {RETRIEVERS}, got {method!r}")
@@ -200,7 +245,9 @@ def _check_scores(scores, valid, k):
   scores = V.check_array(scores, "scores", dtype="float", ndim=2)
   valid = V.check_array(valid, "valid", dtype="bool", shape=jnp.shape(scores))
   k = V.check_int(k, "k", min_value=1, max_value=scores.shape[1])
-  ok = V.check_values(~jnp.any(jnp.isnan(scores) & valid), "scores must not be NaN at valid turns")
+  ok = V.check_values(
+    ~jnp.any(jnp.isnan(scores) & valid), "scores must not be NaN at valid turns"
+  )
   s = jnp.where(valid, scores, -jnp.inf)
   _, idx = jax.lax.top_k(s, k)
   picked_valid = jnp.take_along_axis(valid, idx, axis=1)
@@ -210,7 +257,8 @@ def _check_scores(scores, valid, k):
 def evidence_recall_at_k(
   scores: ArrayLike, gold_turn: ArrayLike, valid: ArrayLike, k: int = 1
 ) -> jax.Array:
-  """Fraction of questions whose gold turn (holding the current value) is in the top k.
+  """Fraction of questions whose gold turn (holding the current value) is in the
+  top k.
 
   Args:
     scores: float [Q, N] retrieval scores.
@@ -222,13 +270,17 @@ def evidence_recall_at_k(
     float32 [] (NaN when no row has a gold turn).
 
   Raises:
-    ValueError: bad shapes; eagerly NaN scores at valid turns or a gold index >= N.
+    ValueError: bad shapes; eagerly NaN scores at valid turns or a gold index >=
+      N.
     Under jit those give NaN.
   """
   idx, pv, ok = _check_scores(scores, valid, k)
-  gold = V.check_array(gold_turn, "gold_turn", dtype="int", shape=(jnp.shape(scores)[0],))
+  gold = V.check_array(
+    gold_turn, "gold_turn", dtype="int", shape=(jnp.shape(scores)[0],)
+  )
   ok2 = V.check_values(
-    jnp.all((gold >= -1) & (gold < jnp.shape(scores)[1])), "gold_turn must be in [-1, N)"
+    jnp.all((gold >= -1) & (gold < jnp.shape(scores)[1])),
+    "gold_turn must be in [-1, N)",
   )
   hit = jnp.any((idx == gold[:, None]) & pv, axis=1)
   has = gold >= 0
@@ -239,7 +291,8 @@ def evidence_recall_at_k(
 def stale_retrieval_rate(
   scores: ArrayLike, stale_mask: ArrayLike, valid: ArrayLike, k: int = 1
 ) -> jax.Array:
-  """Fraction of questions with a stale turn among the top k (over questions with stale turns).
+  """Fraction of questions with a stale turn among the top k (over questions
+  with stale turns).
 
   Args:
     scores: float [Q, N] retrieval scores.
@@ -251,7 +304,9 @@ def stale_retrieval_rate(
     float32 [] (NaN when no question has a stale turn).
   """
   idx, pv, ok = _check_scores(scores, valid, k)
-  stale = V.check_array(stale_mask, "stale_mask", dtype="bool", shape=jnp.shape(scores))
+  stale = V.check_array(
+    stale_mask, "stale_mask", dtype="bool", shape=jnp.shape(scores)
+  )
   hit = jnp.any(jnp.take_along_axis(stale, idx, axis=1) & pv, axis=1)
   has = jnp.any(stale & valid, axis=1)
   return V.poison((jnp.sum(hit & has) / jnp.sum(has)).astype(jnp.float32), ok)
@@ -270,7 +325,9 @@ def gate_auroc(g: ArrayLike, need_memory: ArrayLike) -> jax.Array:
   g = V.check_array(g, "g", dtype="float", ndim=1)
   y = V.check_array(need_memory, "need_memory", dtype="bool", shape=g.shape)
   ok = V.check_values(~jnp.any(jnp.isnan(g)), "g must not be NaN")
-  gt = (g[:, None] > g[None, :]).astype(jnp.float32) + 0.5 * (g[:, None] == g[None, :])
+  gt = (g[:, None] > g[None, :]).astype(jnp.float32) + 0.5 * (
+    g[:, None] == g[None, :]
+  )
   pair = y[:, None] & ~y[None, :]
   out = jnp.sum(jnp.where(pair, gt, 0.0)) / jnp.sum(pair)
   return V.poison(out.astype(jnp.float32), ok)

@@ -1,14 +1,18 @@
-"""Synthetic dialogues whose user preferences change over time (a reconstruction).
+"""Synthetic dialogues whose user preferences change over time (a
+reconstruction).
 
-The paper's four benchmarks are not named in any public material, so the experiment uses
-generated dialogues with a known answer key. A dialogue is a list of user turns: preference
-statements ("I'm really into jazz these days."), changes ("Actually, I've gone off jazz; these
-days it's classical for me."), same-slot distractors about somebody else ("My brother is
-obsessed with rock.") and small talk. Each query either depends on one preference slot (the
-reference response names the *current* value) or needs no memory at all (generic reference).
+The paper's four benchmarks are not named in any public material, so the
+experiment uses generated dialogues with a known answer key. A dialogue is a
+list of user turns: preference statements ("I'm really into jazz these days."),
+changes ("Actually, I've gone off jazz; these days it's classical for me."),
+same-slot distractors about somebody else ("My brother is obsessed with rock.")
+and small talk. Each query either depends on one preference slot (the reference
+response names the *current* value) or needs no memory at all (generic
+reference).
 
-Also here: :class:`WordTokenizer`, a dependency-free word-level tokenizer with the ChatML
-special tokens, used with random-init tiny decoders in tests and the smoke setting.
+Also here: :class:`WordTokenizer`, a dependency-free word-level tokenizer with
+the ChatML special tokens, used with random-init tiny decoders in tests and the
+smoke setting.
 """
 
 from __future__ import annotations
@@ -84,7 +88,10 @@ _FILLER = (
   "I need to call my aunt tomorrow.",
 )
 _FREE = (
-  ("What does the with statement do in Python?", "It runs the block and closes the resource."),
+  (
+    "What does the with statement do in Python?",
+    "It runs the block and closes the resource.",
+  ),
   ("How many days are in a leap year?", "A leap year has 366 days."),
   ("What is the capital of France?", "The capital of France is Paris."),
   ("How do I boil an egg?", "Boil it in water for about eight minutes."),
@@ -99,10 +106,12 @@ class Query:
   Attributes:
     x: the user's current input.
     y: the reference response (names the current value when ``need_memory``).
-    y_alt: the same response naming a wrong value (the stale one when the slot changed,
-      else a distractor's or another value); None for memory-free queries.
+    y_alt: the same response naming a wrong value (the stale one when the slot
+      changed, else a distractor's or another value); None for memory-free
+      queries.
     slot: the preference slot, or None.
-    gold_turn: index of the turn holding the current value (-1 for memory-free queries).
+    gold_turn: index of the turn holding the current value (-1 for memory-free
+      queries).
     stale_turns: indices of turns holding a superseded value of the slot.
     distractor_turns: indices of same-slot turns about somebody else.
     need_memory: whether any turn carries evidence for y.
@@ -142,23 +151,26 @@ def make_preference_dialogues(
   density: float = 0.6,
   memory_free_rate: float = 0.25,
 ) -> list[Dialogue]:
-  """Generated changing-preference dialogues with gold labels (host-side, deterministic).
+  """Generated changing-preference dialogues with gold labels (host-side,
+  deterministic).
 
   For each queried slot a statement with value v0 is placed; with probability
-  ``change_rate`` a later change turn sets the current value v1 != v0 (the statement becomes
-  stale); with probability ``distractor_rate`` a third value is mentioned about somebody
-  else. Remaining turns are statements about other slots (probability ``density`` each) or
-  small talk. Turn order is random apart from the change following its statement.
+  ``change_rate`` a later change turn sets the current value v1 != v0 (the
+  statement becomes stale); with probability ``distractor_rate`` a third value
+  is mentioned about somebody else. Remaining turns are statements about other
+  slots (probability ``density`` each) or small talk. Turn order is random apart
+  from the change following its statement.
 
   Args:
     seed: integer seed.
     n_dialogues: number of dialogues (>= 1).
-    n_turns: user turns per dialogue (>= 3 * n_queries, so every queried slot fits).
+    n_turns: user turns per dialogue (>= 3 * n_queries, so every queried slot
+      fits).
     n_queries: questions per dialogue (1 <= n_queries <= 6).
     change_rate: probability that a queried slot's value changes later.
     distractor_rate: probability of a same-slot value about somebody else.
-    density: probability that each remaining turn is a statement about another slot (and
-      that a memory-free query's slot is still mentioned).
+    density: probability that each remaining turn is a statement about another
+      slot (and that a memory-free query's slot is still mentioned).
     memory_free_rate: probability that a query needs no memory.
 
   Returns:
@@ -169,7 +181,9 @@ def make_preference_dialogues(
   """
   seed = V.check_int(seed, "seed", min_value=0)
   n_dialogues = V.check_int(n_dialogues, "n_dialogues", min_value=1)
-  n_queries = V.check_int(n_queries, "n_queries", min_value=1, max_value=len(SLOTS))
+  n_queries = V.check_int(
+    n_queries, "n_queries", min_value=1, max_value=len(SLOTS)
+  )
   n_turns = V.check_int(n_turns, "n_turns", min_value=3 * n_queries)
   rates = {}
   for name, v in (
@@ -180,14 +194,24 @@ def make_preference_dialogues(
   ):
     rates[name] = V.check_float(v, name, min_value=0.0, max_value=1.0)
   rng = np.random.default_rng(seed)
-  return [_one_dialogue(rng, n_turns, n_queries, **rates) for _ in range(n_dialogues)]
+  return [
+    _one_dialogue(rng, n_turns, n_queries, **rates) for _ in range(n_dialogues)
+  ]
 
 
 def _pick(rng, seq):
   return seq[int(rng.integers(len(seq)))]
 
 
-def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density, memory_free_rate):
+def _one_dialogue(
+  rng,
+  n_turns,
+  n_queries,
+  change_rate,
+  distractor_rate,
+  density,
+  memory_free_rate,
+):
   slots = [str(s) for s in rng.permutation(SLOT_NAMES)]
   queried, others = slots[:n_queries], slots[n_queries:]
   free = [bool(rng.random() < memory_free_rate) for _ in queried]
@@ -197,7 +221,8 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
     vals = [str(v) for v in rng.permutation(SLOTS[s]["values"])]
     if free[qi]:
       info.append(None)
-      if rng.random() < density:  # the slot is still mentioned, the query ignores it
+      # the slot is still mentioned, the query ignores it
+      if rng.random() < density:
         events.append(("statement", s, vals[0], None))
       continue
     changed = rng.random() < change_rate
@@ -222,7 +247,9 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
   pos = {i: order[i] for i in range(len(events))}
   for i, (kind, _s, _, qi) in enumerate(events):
     if kind == "change":
-      j = next(k for k, e in enumerate(events) if e[0] == "statement" and e[3] == qi)
+      j = next(
+        k for k, e in enumerate(events) if e[0] == "statement" and e[3] == qi
+      )
       if pos[j] > pos[i]:
         pos[i], pos[j] = pos[j], pos[i]
   turns = [""] * len(events)
@@ -234,7 +261,11 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
       used_filler.add(text)
     else:
       p = SLOTS[s]["phrase"].format(v=v)
-      tmpl = {"statement": _STATEMENT, "change": _CHANGE, "distractor": _DISTRACTOR}[kind]
+      tmpl = {
+        "statement": _STATEMENT,
+        "change": _CHANGE,
+        "distractor": _DISTRACTOR,
+      }[kind]
       text = _pick(rng, tmpl).format(p=p)
     turns[pos[i]] = text
   queries = []
@@ -255,7 +286,8 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
         gold = int(pos[i])
       else:
         stale.append(int(pos[i]))
-    if gold is None:  # every queried slot has a statement or change holding its value
+    # every queried slot has a statement or change holding its value
+    if gold is None:
       raise AssertionError(f"query {qi} has no turn holding its current value")
     ans = SLOTS[s]["answer"]
     queries.append(
@@ -274,11 +306,12 @@ def _one_dialogue(rng, n_turns, n_queries, change_rate, distractor_rate, density
 
 
 class WordTokenizer:
-  """A deterministic word-level tokenizer for random-init test models (no files needed).
+  """A deterministic word-level tokenizer for random-init test models (no files
+  needed).
 
-  Words and punctuation hash (CRC32) into ``[n_special, vocab_size)``; the ChatML markers
-  ``<|im_start|>``, ``<|im_end|>`` and ``<|endoftext|>`` get ids 1, 2, 0. Same ``encode``
-  protocol as ``jaxpapers.lm.Tokenizer``.
+  Words and punctuation hash (CRC32) into ``[n_special, vocab_size)``; the
+  ChatML markers ``<|im_start|>``, ``<|im_end|>`` and ``<|endoftext|>`` get ids
+  1, 2, 0. Same ``encode`` protocol as ``jaxpapers.lm.Tokenizer``.
 
   Args:
     vocab_size: total ids (>= 16).
@@ -293,10 +326,12 @@ class WordTokenizer:
     self.eos_id = 2
 
   def encode(self, text: str, *, add_bos: bool | None = None) -> list[int]:
-    """Token ids of ``text`` (``add_bos`` is accepted and ignored: there is no BOS).
+    """Token ids of ``text`` (``add_bos`` is accepted and ignored: there is no
+    BOS).
 
     Args:
-      text: any text; words, single punctuation marks and newlines become one token each.
+      text: any text; words, single punctuation marks and newlines become one
+        token each.
       add_bos: accepted for the ``jaxpapers.lm.Tokenizer`` signature; ignored.
 
     Returns:

@@ -1,19 +1,22 @@
 """Bayes-factor utility of memory turns, scored in batch with a decoder LM.
 
-The paper (arXiv 2606.02976) defines the utility of a memory turn m_i as a Bayes factor: the
-improvement in the model's likelihood of the reference response y when the turn is in
-context. In log form (the insertion variant, the default here)
+The paper (arXiv 2606.02976) defines the utility of a memory turn m_i as a Bayes
+factor: the improvement in the model's likelihood of the reference response y
+when the turn is in context. In log form (the insertion variant, the default
+here)
 
   LBF_i = log p(y | m_i, x) - log p(y | ∅, x),   log p(y | c) = Σ_t log p(y_t | c, y_<t).
 
-One dialogue question becomes one padded batch of rows: row 0 is the baseline context (no
-memory, or a placebo turn of similar length), rows 1..n_max hold one turn each. The response is
-tokenised separately from the prompt and appended, so y has the same tokens in every row; rows
-are right-padded; logits are computed only at the positions that predict y (gathered before the
-unembedding, which is 49,152 x 576 for SmolLM2).
+One dialogue question becomes one padded batch of rows: row 0 is the baseline
+context (no memory, or a placebo turn of similar length), rows 1..n_max hold one
+turn each. The response is tokenised separately from the prompt and appended, so
+y has the same tokens in every row; rows are right-padded; logits are computed
+only at the positions that predict y (gathered before the unembedding, which is
+49,152 x 576 for SmolLM2).
 
-Reconstructions (the abstract does not pin them down): the prompt template, the memory block's
-wording, the placebo turn, the leave-one-out variant and the threshold gate.
+Reconstructions (the abstract does not pin them down): the prompt template, the
+memory block's wording, the placebo turn, the leave-one-out variant and the
+threshold gate.
 """
 
 from __future__ import annotations
@@ -36,15 +39,14 @@ LogprobFn = Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 class TextEncoder(Protocol):
-  """What the batch builders need of a tokenizer (``jaxpapers.lm.Tokenizer``, ``WordTokenizer``)."""
+  """What the batch builders need of a tokenizer (``jaxpapers.lm.Tokenizer``,
+  ``WordTokenizer``)."""
 
   def encode(self, text: str, *, add_bos: bool | None = ...) -> list[int]: ...
 
 
 # ChatML, as SmolLM2-Instruct is trained with; {memory} and {x} are filled in.
-CHATML_TEMPLATE = (
-  "<|im_start|>system\n{memory}<|im_end|>\n<|im_start|>user\n{x}<|im_end|>\n<|im_start|>assistant\n"
-)
+CHATML_TEMPLATE = "<|im_start|>system\n{memory}<|im_end|>\n<|im_start|>user\n{x}<|im_end|>\n<|im_start|>assistant\n"
 _BASELINES = ("empty", "placebo")
 
 
@@ -55,15 +57,18 @@ def memory_block(turns: Sequence[str]) -> str:
     turns: the memory turns, oldest first (a sequence of str, not one str).
 
   Returns:
-    ``'Notes about the user: none.'`` for no turn, otherwise ``'Notes about the user:'``
-    followed by one ``- turn`` line per turn.
+    ``'Notes about the user: none.'`` for no turn, otherwise
+    ``'Notes about the user:'`` followed by one ``- turn`` line per turn.
   """
   if isinstance(turns, str):
     raise TypeError("turns must be a sequence of str, got a single str")
   turns = list(turns)
   for t in turns:
     if not isinstance(t, str):
-      raise TypeError(f"turns must be a sequence of str, got an item of type {type(t).__name__}")
+      raise TypeError(
+        "turns must be a sequence of str, got an item of type "
+        f"{type(t).__name__}"
+      )
   if not turns:
     return "Notes about the user: none."
   return "Notes about the user:\n" + "\n".join(f"- {t}" for t in turns)
@@ -77,7 +82,8 @@ class ScoringBatch:
     ids: int32 [R, L] token ids (0 in padding).
     attn_mask: bool [R, L], True on real tokens.
     target_mask: bool [R, L], True on the response tokens y (scored).
-    turn_valid: bool [R - 1], whether row i + 1 holds a real turn (False for padding rows).
+    turn_valid: bool [R - 1], whether row i + 1 holds a real turn (False for
+      padding rows).
   """
 
   ids: jax.Array
@@ -95,10 +101,11 @@ def encode_rows(
   max_len: int,
   template: str = CHATML_TEMPLATE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """Token rows ``template(memory_block(c), x) + y`` for each context c (host-side).
+  """Token rows ``template(memory_block(c), x) + y`` for each context c
+  (host-side).
 
-  The prompt and y are tokenised separately and concatenated, so a BPE merge across the
-  boundary cannot change y's tokens between rows.
+  The prompt and y are tokenised separately and concatenated, so a BPE merge
+  across the boundary cannot change y's tokens between rows.
 
   Args:
     tokenizer: has ``encode(text, add_bos=...) -> list[int]``.
@@ -112,8 +119,8 @@ def encode_rows(
     (ids int32 [R, L], attn_mask bool [R, L], target_mask bool [R, L]).
 
   Raises:
-    ValueError: a row longer than ``max_len``, an empty y, or a template without the
-      placeholders.
+    ValueError: a row longer than ``max_len``, an empty y, or a template without
+      the placeholders.
   """
   max_len = V.check_int(max_len, "max_len", min_value=2)
   for name, s in (("x", x), ("y", y), ("template", template)):
@@ -129,10 +136,15 @@ def encode_rows(
   attn = np.zeros((R, max_len), bool)
   tgt = np.zeros((R, max_len), bool)
   for r, c in enumerate(contexts):
-    p = tokenizer.encode(template.format(memory=memory_block(c), x=x), add_bos=True)
+    p = tokenizer.encode(
+      template.format(memory=memory_block(c), x=x), add_bos=True
+    )
     row = p + y_ids
     if len(row) > max_len:
-      raise ValueError(f"row {r} has {len(row)} tokens > max_len={max_len}; use a larger bucket")
+      raise ValueError(
+        f"row {r} has {len(row)} tokens > max_len={max_len}; "
+        "use a larger bucket"
+      )
     ids[r, : len(row)] = row
     attn[r, : len(row)] = True
     tgt[r, len(p) : len(row)] = True
@@ -151,7 +163,8 @@ def build_scoring_batch(
   placebo: str = "I said something earlier today.",
   template: str = CHATML_TEMPLATE,
 ) -> ScoringBatch:
-  """The insertion batch of one question: row 0 the baseline, row i + 1 the turn i alone.
+  """The insertion batch of one question: row 0 the baseline, row i + 1 the turn
+  i alone.
 
   Args:
     tokenizer: has ``encode(text, add_bos=...)``.
@@ -159,7 +172,8 @@ def build_scoring_batch(
     x: the user's input.
     y: the reference response.
     max_len: L (static bucket).
-    n_max: turns per batch (static); rows N + 1 .. n_max repeat the baseline, invalid.
+    n_max: turns per batch (static); rows N + 1 .. n_max repeat the baseline,
+      invalid.
     baseline: 'empty' (no memory) or 'placebo' (the neutral ``placebo`` turn).
     placebo: the placebo turn's text.
     template: see :func:`encode_rows`.
@@ -175,9 +189,13 @@ def build_scoring_batch(
     raise ValueError(f"turns has {len(turns)} entries > n_max={n_max}")
   base = [] if baseline == "empty" else [placebo]
   contexts = [base] + [[t] for t in turns] + [base] * (n_max - len(turns))
-  ids, attn, tgt = encode_rows(tokenizer, contexts, x, y, max_len=max_len, template=template)
+  ids, attn, tgt = encode_rows(
+    tokenizer, contexts, x, y, max_len=max_len, template=template
+  )
   valid = np.arange(n_max) < len(turns)
-  return ScoringBatch(jnp.asarray(ids), jnp.asarray(attn), jnp.asarray(tgt), jnp.asarray(valid))
+  return ScoringBatch(
+    jnp.asarray(ids), jnp.asarray(attn), jnp.asarray(tgt), jnp.asarray(valid)
+  )
 
 
 def build_loo_batch(
@@ -190,7 +208,8 @@ def build_loo_batch(
   n_max: int,
   template: str = CHATML_TEMPLATE,
 ) -> ScoringBatch:
-  """The leave-one-out batch: row 0 the whole history H, row i + 1 the history H without turn i.
+  """The leave-one-out batch: row 0 the whole history H, row i + 1 the history H
+  without turn i.
 
   Args:
     tokenizer: has ``encode(text, add_bos=...)``.
@@ -211,15 +230,23 @@ def build_loo_batch(
     raise ValueError(f"turns has {len(turns)} entries > n_max={n_max}")
   contexts = [turns] + [turns[:i] + turns[i + 1 :] for i in range(len(turns))]
   contexts += [turns] * (n_max - len(turns))
-  ids, attn, tgt = encode_rows(tokenizer, contexts, x, y, max_len=max_len, template=template)
+  ids, attn, tgt = encode_rows(
+    tokenizer, contexts, x, y, max_len=max_len, template=template
+  )
   valid = np.arange(n_max) < len(turns)
-  return ScoringBatch(jnp.asarray(ids), jnp.asarray(attn), jnp.asarray(tgt), jnp.asarray(valid))
+  return ScoringBatch(
+    jnp.asarray(ids), jnp.asarray(attn), jnp.asarray(tgt), jnp.asarray(valid)
+  )
 
 
 def _check_rows(ids, attn_mask, target_mask):
   ids = V.check_array(ids, "ids", dtype="int", ndim=2)
-  attn_mask = V.check_array(attn_mask, "attn_mask", dtype="bool", shape=ids.shape)
-  target_mask = V.check_array(target_mask, "target_mask", dtype="bool", shape=ids.shape)
+  attn_mask = V.check_array(
+    attn_mask, "attn_mask", dtype="bool", shape=ids.shape
+  )
+  target_mask = V.check_array(
+    target_mask, "target_mask", dtype="bool", shape=ids.shape
+  )
   return ids, attn_mask, target_mask
 
 
@@ -235,17 +262,17 @@ def sequence_logprobs(
 ) -> jax.Array:
   """Σ_t log p(y_t | prefix, y_<t) per row, the response positions given by ``target_mask``.
 
-  With ``gather=True`` the final hidden states are gathered at the ``max_targets`` positions
-  that predict a target before the unembedding (``jaxpapers.lm.forward(logits_at=...)``);
-  ``gather=False`` computes logits at every position (the reference path, ~25% more FLOPs
-  for SmolLM2 at L = 128).
+  With ``gather=True`` the final hidden states are gathered at the
+  ``max_targets`` positions that predict a target before the unembedding
+  (``jaxpapers.lm.forward(logits_at=...)``); ``gather=False`` computes logits at
+  every position (the reference path, ~25% more FLOPs for SmolLM2 at L = 128).
 
   Args:
     params: ``jaxpapers.lm`` parameters.
     ids: int [R, L] right-padded token ids.
     attn_mask: bool [R, L].
-    target_mask: bool [R, L]; a target's predicting position (t - 1) must be a real token,
-      so position 0 may not be a target.
+    target_mask: bool [R, L]; a target's predicting position (t - 1) must be a
+      real token, so position 0 may not be a target.
     config: the ``jaxpapers.lm.LMConfig`` (static).
     max_targets: P >= the number of targets in any row (static).
     gather: gather before the unembedding (static).
@@ -254,17 +281,23 @@ def sequence_logprobs(
     float32 [R].
 
   Raises:
-    ValueError: bad shapes or dtypes; eagerly, a row with more than ``max_targets`` targets, a
-      target at position 0 or on padding, or a token id outside the vocabulary.
+    ValueError: bad shapes or dtypes; eagerly, a row with more than
+      ``max_targets`` targets, a target at position 0 or on padding, or a token
+      id outside the vocabulary.
 
   Under jit: those value errors make the whole output NaN.
   """
-  concrete = all(isinstance(a, np.ndarray) for a in (ids, attn_mask, target_mask))
+  concrete = all(
+    isinstance(a, np.ndarray) for a in (ids, attn_mask, target_mask)
+  )
   ids, attn_mask, target_mask = _check_rows(ids, attn_mask, target_mask)
   max_targets = V.check_int(max_targets, "max_targets", min_value=1)
-  # NumPy inputs are checked in NumPy (no small XLA programs compiled per bucket shape).
+  # NumPy inputs are checked in NumPy (no small XLA programs compiled per bucket
+  # shape).
   xp, (i_, a_, t_) = (
-    (np, _as_np(ids, attn_mask, target_mask)) if concrete else (jnp, (ids, attn_mask, target_mask))
+    (np, _as_np(ids, attn_mask, target_mask))
+    if concrete
+    else (jnp, (ids, attn_mask, target_mask))
   )
   ok = V.check_values(
     xp.all(t_.sum(1) <= max_targets),
@@ -279,7 +312,13 @@ def sequence_logprobs(
     f"ids must be token ids in [0, vocab_size={config.vocab_size})",
   )
   out = _logprobs_jit(
-    params, ids, attn_mask, target_mask, config=config, max_targets=max_targets, gather=gather
+    params,
+    ids,
+    attn_mask,
+    target_mask,
+    config=config,
+    max_targets=max_targets,
+    gather=gather,
   )
   return V.poison(out, _all_ok(ok, ok2, ok3))
 
@@ -299,34 +338,48 @@ def _all_ok(*oks):
 
 
 @functools.partial(jax.jit, static_argnames=("config", "max_targets", "gather"))
-def _logprobs_jit(params, ids, attn_mask, target_mask, *, config, max_targets, gather):
+def _logprobs_jit(
+  params, ids, attn_mask, target_mask, *, config, max_targets, gather
+):
   from jaxpapers import lm
 
-  # Positions of the first P targets (stable sort puts True first), and their predictors.
+  # Positions of the first P targets (stable sort puts True first), and their
+  # predictors.
   order = jnp.argsort(~target_mask, axis=1, stable=True)[:, :max_targets]
   valid = jnp.take_along_axis(target_mask, order, axis=1)
   tok = jnp.take_along_axis(ids, order, axis=1)
   pred = jnp.maximum(order - 1, 0)
   if gather:
-    logits, _, _ = lm.forward(params, ids, config=config, mask=attn_mask, logits_at=pred)
+    logits, _, _ = lm.forward(
+      params, ids, config=config, mask=attn_mask, logits_at=pred
+    )
   else:
     full, _, _ = lm.forward(params, ids, config=config, mask=attn_mask)
-    logits = jnp.take_along_axis(cast(jax.Array, full), pred[:, :, None], axis=1)
-  logits = cast(jax.Array, logits)  # forward gives logits unless logits_at="none"
+    logits = jnp.take_along_axis(
+      cast(jax.Array, full), pred[:, :, None], axis=1
+    )
+  # forward gives logits unless logits_at="none"
+  logits = cast(jax.Array, logits)
   logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
   lp = jnp.take_along_axis(logp, tok[:, :, None], axis=-1)[..., 0]
   return jnp.sum(jnp.where(valid, lp, 0.0), axis=1)
 
 
 def make_logprob_fn(
-  params: lm.Params, config: lm.LMConfig, *, max_targets: int, gather: bool = True
+  params: lm.Params,
+  config: lm.LMConfig,
+  *,
+  max_targets: int,
+  gather: bool = True,
 ) -> LogprobFn:
-  """A :data:`LogprobFn` closure over ``jaxpapers.lm`` parameters (jitted once per shape).
+  """A :data:`LogprobFn` closure over ``jaxpapers.lm`` parameters (jitted once
+  per shape).
 
   Args:
     params: ``jaxpapers.lm`` parameters.
     config: their ``LMConfig``.
-    max_targets: P >= the number of targets in any row (see :func:`sequence_logprobs`).
+    max_targets: P >= the number of targets in any row (see
+      :func:`sequence_logprobs`).
     gather: gather before the unembedding (see :func:`sequence_logprobs`).
 
   Returns:
@@ -334,7 +387,11 @@ def make_logprob_fn(
   """
   max_targets = V.check_int(max_targets, "max_targets", min_value=1)
   return functools.partial(
-    sequence_logprobs, params, config=config, max_targets=max_targets, gather=gather
+    sequence_logprobs,
+    params,
+    config=config,
+    max_targets=max_targets,
+    gather=gather,
   )
 
 
@@ -343,9 +400,13 @@ def _check_batch(batch):
     raise TypeError(f"batch must be a ScoringBatch, got {type(batch).__name__}")
   ids, attn, tgt = _check_rows(batch.ids, batch.attn_mask, batch.target_mask)
   R = ids.shape[0]
-  valid = V.check_array(batch.turn_valid, "batch.turn_valid", dtype="bool", shape=(R - 1,))
+  valid = V.check_array(
+    batch.turn_valid, "batch.turn_valid", dtype="bool", shape=(R - 1,)
+  )
   if R < 2:
-    raise ValueError(f"batch must have at least 2 rows (baseline + one turn), got {R}")
+    raise ValueError(
+      f"batch must have at least 2 rows (baseline + one turn), got {R}"
+    )
   return ids, attn, tgt, valid
 
 
@@ -363,7 +424,8 @@ def log_bayes_factors(
   Args:
     logprob_fn: ``(ids, attn_mask, target_mask) -> [R]`` summed log-probs
       (:func:`make_logprob_fn`).
-    batch: a :class:`ScoringBatch` from :func:`build_scoring_batch` (row 0 the baseline).
+    batch: a :class:`ScoringBatch` from :func:`build_scoring_batch` (row 0 the
+      baseline).
     per_token: divide by the number of response tokens T.
 
   Returns:
@@ -388,7 +450,8 @@ def loo_log_bayes_factors(
 ) -> jax.Array:
   """Leave-one-out log Bayes factors LOO_i = log p(y | H, x) - log p(y | H without m_i, x).
 
-  A stale preference scores negative when the newer one is in H (removing it helps).
+  A stale preference scores negative when the newer one is in H (removing it
+  helps).
 
   Args:
     logprob_fn: see :func:`log_bayes_factors`.
@@ -407,10 +470,11 @@ def loo_log_bayes_factors(
 def access_and_select(
   lbf: jax.Array, valid: jax.Array, *, tau: float = 0.0, k: int = 1
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """Access gate and selection from one utility vector (the abstract's unified signal).
+  """Access gate and selection from one utility vector (the abstract's unified
+  signal).
 
-  access = 1[max_{valid i} LBF_i > tau]; selection = the top-k valid turns with LBF_i > tau,
-  in decreasing LBF order.
+  access = 1[max_{valid i} LBF_i > tau]; selection = the top-k valid turns with
+  LBF_i > tau, in decreasing LBF order.
 
   Args:
     lbf: float [..., N] utilities (log Bayes factors or a learned estimate).
@@ -419,20 +483,22 @@ def access_and_select(
     k: turns to select (static, 1 <= k <= N).
 
   Returns:
-    (access bool [...], idx int32 [..., k], idx_valid bool [..., k]); idx_valid is False for
-    slots past the turns clearing tau.
+    (access bool [...], idx int32 [..., k], idx_valid bool [..., k]); idx_valid
+    is False for slots past the turns clearing tau.
 
   Raises:
     ValueError: bad shapes, k out of range; eagerly, NaN in the valid utilities.
 
-  Under jit: NaN utilities poison nothing but yield access False and idx -1 (indices are
-  integers; see the bad-input policy).
+  Under jit: NaN utilities poison nothing but yield access False and idx -1
+  (indices are integers; see the bad-input policy).
   """
   lbf = V.check_array(lbf, "lbf", dtype="float", ndim=range(1, 8))
   valid = V.check_array(valid, "valid", dtype="bool", shape=lbf.shape)
   tau = V.check_float(tau, "tau", allow_inf=True)
   k = V.check_int(k, "k", min_value=1, max_value=lbf.shape[-1])
-  ok = V.check_values(~jnp.any(jnp.isnan(lbf) & valid), "lbf must not be NaN at valid turns")
+  ok = V.check_values(
+    ~jnp.any(jnp.isnan(lbf) & valid), "lbf must not be NaN at valid turns"
+  )
   keep = valid & (lbf > tau)
   s = jnp.where(keep, lbf, -jnp.inf)
   top, idx = jax.lax.top_k(s, k)
@@ -448,14 +514,17 @@ def access_and_select(
 MODELS = ("smollm2", "tiny")
 
 
-def load_model(model: str, *, seed: int = 0) -> tuple[lm.LMConfig, lm.Params, TextEncoder]:
+def load_model(
+  model: str, *, seed: int = 0
+) -> tuple[lm.LMConfig, lm.Params, TextEncoder]:
   """The decoder LM the Bayes factors are scored with.
 
   Args:
-    model: ``"smollm2"``: SmolLM2-135M-Instruct (:func:`jaxpapers.lm.load_smollm2`);
-      ``"tiny"``: a random 2-layer decoder over a 257-word vocabulary with a
-      :class:`WordTokenizer`, for smoke runs and tests (initialised in NumPy, so no per-shape
-      random-number programs are compiled).
+    model: ``"smollm2"``: SmolLM2-135M-Instruct
+      (:func:`jaxpapers.lm.load_smollm2`); ``"tiny"``: a random 2-layer decoder
+      over a 257-word vocabulary with a :class:`WordTokenizer`, for smoke runs
+      and tests (initialised in NumPy, so no per-shape random-number programs
+      are compiled).
     seed: the tiny model's initialisation seed (unused for SmolLM2).
 
   Returns:
@@ -472,12 +541,20 @@ def load_model(model: str, *, seed: int = 0) -> tuple[lm.LMConfig, lm.Params, Te
   if model == "smollm2":
     return lm.load_smollm2()
   cfg = lm.LMConfig(
-    vocab_size=257, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=32
+    vocab_size=257,
+    d_model=32,
+    n_layers=2,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=8,
+    ffn_dim=32,
   )
   rng = np.random.default_rng(seed)
   params = {
     k: jnp.asarray(
-      np.ones(shp, np.float32) if "norm" in k else 0.3 * rng.normal(size=shp).astype(np.float32)
+      np.ones(shp, np.float32)
+      if "norm" in k
+      else 0.3 * rng.normal(size=shp).astype(np.float32)
     )
     for k, shp in lm.param_shapes(cfg).items()
   }

@@ -1,14 +1,17 @@
-"""A learned utility model distilled from Bayes factors, and an access gate (reconstruction).
+"""A learned utility model distilled from Bayes factors, and an access gate
+(reconstruction).
 
-The abstract says the model "learns to identify salient turns and regulate memory usage based on
-expected utility"; architecture and loss are not public. Here u_φ(m_i, x) is a 2-layer MLP on
-turn and query features [f_m, f_x, f_m ⊙ f_x, r_i] (r_i = the turn's relative position, a
-recency feature), trained with
+The abstract says the model "learns to identify salient turns and regulate
+memory usage based on expected utility"; architecture and loss are not public.
+Here u_φ(m_i, x) is a 2-layer MLP on turn and query features
+[f_m, f_x, f_m ⊙ f_x, r_i] (r_i = the turn's relative position, a recency
+feature), trained with
 
   L = λ_kd KL(softmax(LBF / β) || softmax(u)) + λ_reg Huber(u - LBF)
 
-over each question's valid turns (listwise distillation as in REPLUG / LLM-R), and the gate
-g_φ(x, H) is a logistic MLP on [f_x, max_i f_m_i ⊙ f_x] trained with BCE on 1[max_i LBF_i > τ].
+over each question's valid turns (listwise distillation as in REPLUG / LLM-R),
+and the gate g_φ(x, H) is a logistic MLP on [f_x, max_i f_m_i ⊙ f_x] trained
+with BCE on 1[max_i LBF_i > τ].
 """
 
 from __future__ import annotations
@@ -30,9 +33,12 @@ def _check_uv(u, lbf, valid):
   lbf = V.check_array(lbf, "lbf", dtype="float", shape=u.shape)
   valid = V.check_array(valid, "valid", dtype="bool", shape=u.shape)
   ok = V.check_values(
-    jnp.all(jnp.isfinite(jnp.where(valid, lbf, 0.0))), "lbf must be finite at valid turns"
+    jnp.all(jnp.isfinite(jnp.where(valid, lbf, 0.0))),
+    "lbf must be finite at valid turns",
   )
-  ok2 = V.check_values(jnp.all(jnp.any(valid, axis=1)), "valid must hold a turn in every row")
+  ok2 = V.check_values(
+    jnp.all(jnp.any(valid, axis=1)), "valid must hold a turn in every row"
+  )
   return u, lbf, valid, ok, ok2
 
 
@@ -56,15 +62,17 @@ def utility_distillation_loss(
     float32 [] (>= 0; 0 iff softmax(u) equals the teacher on every row).
 
   Raises:
-    ValueError: bad shapes or beta; eagerly, non-finite lbf at a valid turn or a row with no
-      valid turn. Under jit those make the loss NaN.
+    ValueError: bad shapes or beta; eagerly, non-finite lbf at a valid turn or a
+      row with no valid turn. Under jit those make the loss NaN.
   """
   u, lbf, valid, ok, ok2 = _check_uv(u, lbf, valid)
   beta = V.check_float(beta, "beta", min_value=0.0, min_inclusive=False)
   t = jnp.where(valid, lbf / beta, -jnp.inf)
   logp_t = jax.nn.log_softmax(t, axis=1)
   logp_s = jax.nn.log_softmax(jnp.where(valid, u, -jnp.inf), axis=1)
-  kl = jnp.sum(jnp.where(valid, jnp.exp(logp_t) * (logp_t - logp_s), 0.0), axis=1)
+  kl = jnp.sum(
+    jnp.where(valid, jnp.exp(logp_t) * (logp_t - logp_s), 0.0), axis=1
+  )
   return V.poison(jnp.mean(kl), _ok(ok, ok2))
 
 
@@ -95,7 +103,8 @@ def utility_regression_loss(
 def gate_loss(
   g_logit: ArrayLike, lbf: ArrayLike, valid: ArrayLike, *, tau: float = 0.0
 ) -> jax.Array:
-  """BCE of the gate logit against the access label 1[max_{valid i} LBF_i > tau].
+  """BCE of the gate logit against the access label
+  1[max_{valid i} LBF_i > tau].
 
   Args:
     g_logit: float [Q] gate logits.
@@ -110,16 +119,22 @@ def gate_loss(
     Same as :func:`utility_distillation_loss`.
   """
   g_logit = V.check_array(g_logit, "g_logit", dtype="float", ndim=1)
-  _, lbf, valid, ok, ok2 = _check_uv(jnp.zeros(jnp.shape(lbf), jnp.float32), lbf, valid)
+  _, lbf, valid, ok, ok2 = _check_uv(
+    jnp.zeros(jnp.shape(lbf), jnp.float32), lbf, valid
+  )
   if lbf.shape[0] != g_logit.shape[0]:
-    raise ValueError(f"g_logit must have shape [Q] = ({lbf.shape[0]},), got {g_logit.shape}")
+    raise ValueError(
+      f"g_logit must have shape [Q] = ({lbf.shape[0]},), got {g_logit.shape}"
+    )
   tau = V.check_float(tau, "tau")
   label = jnp.any(valid & (lbf > tau), axis=1).astype(jnp.float32)
   out = jnp.mean(optax.sigmoid_binary_cross_entropy(g_logit, label))
   return V.poison(out, _ok(ok, ok2))
 
 
-def pair_features(f_turn: ArrayLike, f_query: ArrayLike, position: ArrayLike) -> jax.Array:
+def pair_features(
+  f_turn: ArrayLike, f_query: ArrayLike, position: ArrayLike
+) -> jax.Array:
   """[f_m, f_x, f_m ⊙ f_x, r] per turn.
 
   Args:
@@ -132,8 +147,12 @@ def pair_features(f_turn: ArrayLike, f_query: ArrayLike, position: ArrayLike) ->
   """
   f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
   d = f_turn.shape[-1]
-  f_query = V.check_array(f_query, "f_query", dtype="float", shape=f_turn.shape[:-2] + (d,))
-  position = V.check_array(position, "position", dtype="real", shape=f_turn.shape[:-1])
+  f_query = V.check_array(
+    f_query, "f_query", dtype="float", shape=f_turn.shape[:-2] + (d,)
+  )
+  position = V.check_array(
+    position, "position", dtype="real", shape=f_turn.shape[:-1]
+  )
   fx = jnp.broadcast_to(f_query[..., None, :], f_turn.shape)
   return jnp.concatenate(
     [f_turn, fx, f_turn * fx, position[..., None].astype(f_turn.dtype)], axis=-1
@@ -141,7 +160,8 @@ def pair_features(f_turn: ArrayLike, f_query: ArrayLike, position: ArrayLike) ->
 
 
 class UtilityModel(nnx.Module):
-  """u_φ(m_i, x): a 2-layer MLP on :func:`pair_features` (layer-normalised inputs).
+  """u_φ(m_i, x): a 2-layer MLP on :func:`pair_features` (layer-normalised
+  inputs).
 
   Args:
     d_feat: d, the feature width of f_turn and f_query.
@@ -158,15 +178,20 @@ class UtilityModel(nnx.Module):
     self.l2 = nnx.Linear(hidden, 1, rngs=rngs)
 
   def __call__(self, f_turn, f_query, position) -> jax.Array:
-    """Utilities float [..., N] for turns [..., N, d], queries [..., d], positions [..., N]."""
+    """Utilities float [..., N] for turns [..., N, d], queries [..., d],
+    positions [..., N]."""
     z = pair_features(f_turn, f_query, position)
     if z.shape[-1] != 3 * self.d_feat + 1:
-      raise ValueError(f"f_turn must have d_feat={self.d_feat} features, got {f_turn.shape[-1]}")
+      raise ValueError(
+        f"f_turn must have d_feat={self.d_feat} features, "
+        f"got {f_turn.shape[-1]}"
+      )
     return self.l2(jax.nn.gelu(self.l1(self.norm(z))))[..., 0]
 
 
 class AccessGate(nnx.Module):
-  """g_φ(x, H): logit of "memory helps", from [f_x, max_i (f_m_i ⊙ f_x)] (valid turns only).
+  """g_φ(x, H): logit of "memory helps", from [f_x, max_i (f_m_i ⊙ f_x)] (valid
+  turns only).
 
   Args:
     d_feat: d, the feature width of f_turn and f_query.
@@ -183,15 +208,24 @@ class AccessGate(nnx.Module):
     self.l2 = nnx.Linear(hidden, 1, rngs=rngs)
 
   def __call__(self, f_turn, f_query, valid) -> jax.Array:
-    """Gate logits float [...] for f_turn [..., N, d], f_query [..., d], valid bool [..., N]."""
+    """Gate logits float [...] for f_turn [..., N, d], f_query [..., d], valid
+    bool [..., N]."""
     f_turn = V.check_array(f_turn, "f_turn", dtype="float", ndim=range(2, 8))
     if f_turn.shape[-1] != self.d_feat:
-      raise ValueError(f"f_turn must have d_feat={self.d_feat} features, got {f_turn.shape[-1]}")
+      raise ValueError(
+        f"f_turn must have d_feat={self.d_feat} features, "
+        f"got {f_turn.shape[-1]}"
+      )
     f_query = V.check_array(
-      f_query, "f_query", dtype="float", shape=f_turn.shape[:-2] + (self.d_feat,)
+      f_query,
+      "f_query",
+      dtype="float",
+      shape=f_turn.shape[:-2] + (self.d_feat,),
     )
     valid = V.check_array(valid, "valid", dtype="bool", shape=f_turn.shape[:-1])
-    inter = jnp.where(valid[..., None], f_turn * f_query[..., None, :], -1e9).max(-2)
+    inter = jnp.where(
+      valid[..., None], f_turn * f_query[..., None, :], -1e9
+    ).max(-2)
     z = jnp.concatenate([f_query, inter], axis=-1)
     return self.l2(jax.nn.gelu(self.l1(self.norm(z))))[..., 0]
 
@@ -213,7 +247,8 @@ def train_utility_model(
   hidden: int = 128,
   weight_decay: float = 1e-3,
 ) -> tuple[UtilityModel, AccessGate, jax.Array]:
-  """Fit :class:`UtilityModel` and :class:`AccessGate` to Bayes-factor labels (full batch).
+  """Fit :class:`UtilityModel` and :class:`AccessGate` to Bayes-factor labels
+  (full batch).
 
   Args:
     f_turn: float [Q, N, d] turn features.
@@ -227,7 +262,8 @@ def train_utility_model(
     beta: teacher temperature of :func:`utility_distillation_loss`.
     tau: gate threshold of :func:`gate_loss`.
     lambda_kd: weight of the distillation loss.
-    lambda_reg: weight of :func:`utility_regression_loss` (the gate loss has weight 1).
+    lambda_reg: weight of :func:`utility_regression_loss` (the gate loss has
+      weight 1).
     hidden: MLP width of the utility model (the gate uses half).
     weight_decay: AdamW weight decay.
 
@@ -242,15 +278,18 @@ def train_utility_model(
   lbf = V.check_array(lbf, "lbf", dtype="float", shape=(Q, N))
   steps = V.check_int(steps, "steps", min_value=1)
   V.check_values(
-    jnp.all(jnp.isfinite(jnp.where(valid, lbf, 0.0))), "lbf must be finite at valid turns"
+    jnp.all(jnp.isfinite(jnp.where(valid, lbf, 0.0))),
+    "lbf must be finite at valid turns",
   )
   lbf = jnp.where(valid, lbf, 0.0)
   rngs = nnx.Rngs(V.check_int(seed, "seed", min_value=0))
   pair = _Pair(
-    UtilityModel(d, hidden=hidden, rngs=rngs), AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs)
+    UtilityModel(d, hidden=hidden, rngs=rngs),
+    AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs),
   )
   _, params = nnx.split(pair)
-  graph = _graph(d, hidden)  # one static graph object per shape: refits reuse the compilation
+  # one static graph object per shape: refits reuse the compilation
+  graph = _graph(d, hidden)
   params, losses = _fit(
     graph,
     params,
@@ -279,7 +318,8 @@ def predict_utilities(
   position: ArrayLike,
   valid: ArrayLike,
 ) -> tuple[jax.Array, jax.Array]:
-  """Utilities u [..., N] and gate logits [...] in one jitted call (one compile per shape).
+  """Utilities u [..., N] and gate logits [...] in one jitted call (one compile
+  per shape).
 
   Args:
     model: the utility model (from :func:`train_utility_model`).
@@ -313,7 +353,8 @@ def _predict(graph, state, f_turn, f_query, position, valid):
 def _graph(d: int, hidden: int):
   rngs = nnx.Rngs(0)
   pair = _Pair(
-    UtilityModel(d, hidden=hidden, rngs=rngs), AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs)
+    UtilityModel(d, hidden=hidden, rngs=rngs),
+    AccessGate(d, hidden=max(hidden // 2, 1), rngs=rngs),
   )
   return nnx.split(pair)[0]
 
@@ -324,10 +365,25 @@ class _Pair(nnx.Module):
 
 
 @functools.partial(
-  jax.jit, static_argnames=("graph", "steps", "beta", "tau", "lkd", "lreg", "lr", "wd")
+  jax.jit,
+  static_argnames=("graph", "steps", "beta", "tau", "lkd", "lreg", "lr", "wd"),
 )
 def _fit(
-  graph, params, f_turn, f_query, position, valid, lbf, *, steps, beta, tau, lkd, lreg, lr, wd
+  graph,
+  params,
+  f_turn,
+  f_query,
+  position,
+  valid,
+  lbf,
+  *,
+  steps,
+  beta,
+  tau,
+  lkd,
+  lreg,
+  lr,
+  wd,
 ):
   tx = optax.adamw(lr, weight_decay=wd)
 
@@ -345,7 +401,9 @@ def _fit(
     upd, o = tx.update(grads, o, p)
     return (optax.apply_updates(p, upd), o), loss
 
-  (params, _), losses = jax.lax.scan(step, (params, tx.init(params)), None, length=steps)
+  (params, _), losses = jax.lax.scan(
+    step, (params, tx.init(params)), None, length=steps
+  )
   return params, losses
 
 
@@ -360,7 +418,8 @@ def fit_leave_one_seed_out(
   tau: float = 0.0,
   hidden: int = 128,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, list[float]]]:
-  """Distilled utilities and gates for every question from models trained on the other seeds.
+  """Distilled utilities and gates for every question from models trained on the
+  other seeds.
 
   For each data seed, :func:`train_utility_model` is fitted on the questions of the other
   seeds against their log Bayes factors LBF = log p(y | m_i, x) - log p(y | x), and predicts
@@ -369,24 +428,29 @@ def fit_leave_one_seed_out(
   gate is the placebo-controlled gate with threshold ``tau``.
 
   Args:
-    questions: ``f_turn`` ``[Q, N, d]``, ``f_query`` ``[Q, d]``, ``lp_y`` ``[Q, N + 3]``
-      (columns: no memory, placebo, each turn, all turns) and ``seed`` [Q] (at least two
-      distinct seeds).
+    questions: ``f_turn`` ``[Q, N, d]``, ``f_query`` ``[Q, d]``, ``lp_y``
+      ``[Q, N + 3]`` (columns: no memory, placebo, each turn, all turns) and
+      ``seed`` [Q] (at least two distinct seeds).
     tau_placebo: the placebo-controlled gate's margin (nats).
     seed, steps, lr, beta, tau, hidden: as in :func:`train_utility_model`.
 
   Returns:
     ``(u [Q, N], g [Q], g_placebo [Q], losses)``: the utilities, gate logits and
-    placebo-gate logits, and ``{seed: [first, last]}`` training loss of each utility model.
+    placebo-gate logits, and ``{seed: [first, last]}`` training loss of each
+    utility model.
   """
   q = questions
   if len(np.unique(q["seed"])) < 2:
-    raise ValueError("questions['seed'] must hold at least two seeds (leave-one-seed-out)")
+    raise ValueError(
+      "questions['seed'] must hold at least two seeds (leave-one-seed-out)"
+    )
   Q, N, _ = q["f_turn"].shape
   u, g, g_plc = np.zeros((Q, N)), np.zeros(Q), np.zeros(Q)
   pos = np.tile(np.linspace(0.0, 1.0, N), (Q, 1)).astype(np.float32)
   lbf = (q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]).astype(np.float32)
-  plc = (q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2] - tau_placebo).astype(np.float32)
+  plc = (q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2] - tau_placebo).astype(
+    np.float32
+  )
   valid = np.ones((Q, N), bool)
   ft, fq = q["f_turn"].astype(np.float32), q["f_query"].astype(np.float32)
   losses = {}

@@ -7,12 +7,13 @@ An experiment's ``main.py`` is::
   if __name__ == "__main__":
     app.run("experiments.<paper>.train")  # its train_and_evaluate(config, workdir)
 
-and runs as ``python -m experiments.<paper>.main --config=<file> --workdir=<dir>``.
-The experiment is named by module so that it is imported inside ``main``, after
-the distributed runtime has started: a module that creates a JAX array at import
-time (a ``jnp`` default argument, a constant table) starts the backend, after
-which ``jax.distributed.initialize()`` can no longer run. ``app.run(callable)``
-works too, for code that is known not to do that.
+and runs as ``python -m experiments.<paper>.main --config=<file>
+--workdir=<dir>``. The experiment is named by module so that it is imported
+inside ``main``, after the distributed runtime has started: a module that
+creates a JAX array at import time (a ``jnp`` default argument, a constant
+table) starts the backend, after which ``jax.distributed.initialize()`` can no
+longer run. ``app.run(callable)`` works too, for code that is known not to do
+that.
 
 Flags (defined by :func:`run`, never on import):
 
@@ -37,12 +38,12 @@ Flags (defined by :func:`run`, never on import):
   verdicts, need no registration); see :mod:`jaxpapers.core.registration`.
 
 ``main`` then, in this order: applies the host-memory setting, checks the
-workdir, initialises the distributed runtime if asked (before anything touches
-a JAX backend), imports the
-experiment, logs the host, process index/count, local and global devices,
-backend, the mesh, package versions, workdir and config, checks that every learning
-rate in the config is a finite number > 0 (:func:`jaxpapers.core.validate_learning_rates`),
-checks the claims' registration and records the run's start commit, and calls
+workdir, initialises the distributed runtime if asked (before anything touches a
+JAX backend), imports the experiment, logs the host, process index/count, local
+and global devices, backend, the mesh, package versions, workdir and config,
+checks that every learning rate in the config is a finite number > 0
+(:func:`jaxpapers.core.validate_learning_rates`), checks the claims'
+registration and records the run's start commit, and calls
 ``train_and_evaluate(config, workdir)``.
 
 **Workdir type.** ``train_and_evaluate`` receives an ``etils.epath.Path``. For a
@@ -80,7 +81,13 @@ from etils import epath
 from ml_collections import config_flags
 
 from jaxpapers.core import config as config_lib
-from jaxpapers.core import distributed, host_memory, registration, sweep, workdir_lock
+from jaxpapers.core import (
+  distributed,
+  host_memory,
+  registration,
+  sweep,
+  workdir_lock,
+)
 from jaxpapers.core import mesh as mesh_lib
 
 FLAGS = flags.FLAGS
@@ -90,8 +97,11 @@ Target = TrainAndEvaluate | str
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
-def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | None = None) -> None:
-  """Defines ``--config`` (locked), ``--workdir`` and the harness flags once (module docstring).
+def define_flags(
+  flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | None = None
+) -> None:
+  """Defines ``--config`` (locked), ``--workdir`` and the harness flags once
+  (module docstring).
 
   Args:
     flag_values: where to define them (the global ``FLAGS`` by default).
@@ -99,8 +109,8 @@ def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | No
       (``sys.argv`` when ``None``, as ``ml_collections`` does).
 
   Raises:
-    flags.DuplicateFlagError: if another module already defined one of them
-      with a different meaning (e.g. a binary that defines its own ``--workdir``).
+    flags.DuplicateFlagError: if another module already defined one of them with
+      a different meaning (e.g. a binary that defines its own ``--workdir``).
   """
   if "config" not in flag_values:
     config_flags.DEFINE_config_file(
@@ -133,35 +143,46 @@ def define_flags(flag_values: flags.FlagValues = FLAGS, argv: Sequence[str] | No
     flags.DEFINE_bool(
       "post_hoc",
       False,
-      "Run even though the config's claims are not in the committed claims.lock.json; the "
-      "run's verdicts are then marked post-hoc (see jaxpapers.core.registration).",
+      (
+        "Run even though the config's claims are not in the committed "
+        "claims.lock.json; the run's verdicts are then marked post-hoc (see "
+        "jaxpapers.core.registration)."
+      ),
       flag_values=flag_values,
     )
   if "restore_cells" not in flag_values:
     flags.DEFINE_string(
       "restore_cells",
       None,
-      "A snapshot of finished cells (CellStore.save_snapshot, .json or .json.xz) added to "
-      "<workdir>/cells before the run, so a run resumes on another machine.",
+      (
+        "A snapshot of finished cells (CellStore.save_snapshot, "
+        ".json or .json.xz) added to <workdir>/cells before the run, "
+        "so a run resumes on another machine."
+      ),
       flag_values=flag_values,
     )
   if "reuse_host_memory" not in flag_values:
     flags.DEFINE_bool(
       "reuse_host_memory",
       True,
-      "Keep freed host memory (glibc mallopt) so XLA:CPU reuses its temporary buffers "
-      "across steps; see jaxpapers.core.host_memory.",
+      (
+        "Keep freed host memory (glibc mallopt) so XLA:CPU reuses its "
+        "temporary buffers across steps; see jaxpapers.core.host_memory."
+      ),
       flag_values=flag_values,
     )
 
 
 def is_remote(path: str | os.PathLike[str]) -> bool:
-  """Whether ``path`` is a URI such as ``gs://bucket/run`` (not a local path)."""
+  """Whether ``path`` is a URI such as ``gs://bucket/run`` (not a local
+  path)."""
   match = _SCHEME.match(os.fspath(path))
   return bool(match) and match.group(1).lower() != "file"
 
 
-def resolve_workdir(workdir: str | os.PathLike[str], *, remote_ok: bool = False) -> epath.Path:
+def resolve_workdir(
+  workdir: str | os.PathLike[str], *, remote_ok: bool = False
+) -> epath.Path:
   """The ``--workdir`` value as an ``epath.Path``, never a mangled local folder.
 
   Args:
@@ -174,19 +195,23 @@ def resolve_workdir(workdir: str | os.PathLike[str], *, remote_ok: bool = False)
     The path; nothing is created.
 
   Raises:
-    ValueError: if ``workdir`` is empty, a URI while ``remote_ok`` is false, or a
-      URI whose scheme ``etils.epath`` does not support.
+    ValueError: if ``workdir`` is empty, a URI while ``remote_ok`` is false, or
+      a URI whose scheme ``etils.epath`` does not support.
   """
-  value = os.fspath(workdir) if isinstance(workdir, (str, os.PathLike)) else None
+  value = (
+    os.fspath(workdir) if isinstance(workdir, (str, os.PathLike)) else None
+  )
   if not isinstance(value, str) or not value.strip():
-    raise ValueError(f"workdir must be a non-empty path or URI, got {workdir!r}")
+    raise ValueError(
+      f"workdir must be a non-empty path or URI, got {workdir!r}"
+    )
   if is_remote(value):
     if not remote_ok:
       raise ValueError(
-        f"--workdir={value} is a remote path, but this experiment writes through local "
-        "file APIs (pathlib/open), which would create a local folder named like the URI. "
-        "Give a local or mounted path (e.g. a gcsfuse mount) and copy the results there "
-        "afterwards."
+        f"--workdir={value} is a remote path, but this experiment writes "
+        "through local file APIs (pathlib/open), which would create a local "
+        "folder named like the URI. Give a local or mounted path (e.g. "
+        "a gcsfuse mount) and copy the results there afterwards."
       )
     try:
       return epath.Path(value)
@@ -220,9 +245,14 @@ def resolve_target(target: Target) -> TrainAndEvaluate:
       f"name like 'experiments.soda.train', got {target!r}"
     )
   module_name, _, attr = target.partition(":")
-  fn = getattr(importlib.import_module(module_name), attr or "train_and_evaluate", None)
+  fn = getattr(
+    importlib.import_module(module_name), attr or "train_and_evaluate", None
+  )
   if not callable(fn):
-    raise TypeError(f"{target!r} names no callable {attr or 'train_and_evaluate'}(config, workdir)")
+    raise TypeError(
+      f"{target!r} names no callable {attr or 'train_and_evaluate'}(config, "
+      "workdir)"
+    )
   return fn
 
 
@@ -248,13 +278,23 @@ def startup_info(
     "process_index": jax.process_index(),
     "process_count": jax.process_count(),
     "backend": jax.default_backend(),
-    "local_devices": {"count": len(local), "kinds": sorted({d.device_kind for d in local})},
-    "global_devices": {"count": len(devices), "kinds": sorted({d.device_kind for d in devices})},
+    "local_devices": {
+      "count": len(local),
+      "kinds": sorted({d.device_kind for d in local}),
+    },
+    "global_devices": {
+      "count": len(devices),
+      "kinds": sorted({d.device_kind for d in devices}),
+    },
     "mesh": {
       "shape": dict(mesh.shape),
       "axis_types": [str(t) for t in getattr(mesh, "axis_types", ())],
     },
-    "versions": {"jax": jax.__version__, "flax": flax.__version__, "optax": optax.__version__},
+    "versions": {
+      "jax": jax.__version__,
+      "flax": flax.__version__,
+      "optax": optax.__version__,
+    },
     "workdir": None if workdir is None else str(workdir),
     "config_file": config_file,
     "config_name": name,
@@ -272,12 +312,19 @@ def log_startup(info: dict[str, Any]) -> None:
   )
   for key in ("local_devices", "global_devices"):
     logging.info(
-      "%s: %d x %s", key.replace("_", " "), info[key]["count"], ", ".join(info[key]["kinds"])
+      "%s: %d x %s",
+      key.replace("_", " "),
+      info[key]["count"],
+      ", ".join(info[key]["kinds"]),
     )
   logging.info(
-    "mesh %s (axis types %s)", info["mesh"]["shape"], ", ".join(info["mesh"]["axis_types"])
+    "mesh %s (axis types %s)",
+    info["mesh"]["shape"],
+    ", ".join(info["mesh"]["axis_types"]),
   )
-  logging.info("versions: %s", ", ".join(f"{k} {v}" for k, v in info["versions"].items()))
+  logging.info(
+    "versions: %s", ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+  )
   logging.info("workdir %s", info["workdir"])
   logging.info(
     "config %s%s",
@@ -287,8 +334,13 @@ def log_startup(info: dict[str, Any]) -> None:
 
 
 def experiment_dir(target: Target, fn: TrainAndEvaluate) -> pathlib.Path | None:
-  """The folder of the experiment's module (where its ``claims.lock.json`` lives)."""
-  name = target.partition(":")[0] if isinstance(target, str) else getattr(fn, "__module__", None)
+  """The folder of the experiment's module (where its ``claims.lock.json``
+  lives)."""
+  name = (
+    target.partition(":")[0]
+    if isinstance(target, str)
+    else getattr(fn, "__module__", None)
+  )
   module = sys.modules.get(name) if name else None
   path = getattr(module, "__file__", None)
   return pathlib.Path(path).resolve().parent if path else None
@@ -314,7 +366,9 @@ def main(
     absl.app.UsageError: on stray positional arguments or an unusable workdir.
   """
   if len(argv) > 1:
-    raise absl_app.UsageError(f"unexpected positional arguments: {list(argv[1:])}")
+    raise absl_app.UsageError(
+      f"unexpected positional arguments: {list(argv[1:])}"
+    )
   memory = (
     host_memory.reuse_host_memory()
     if flag_values.reuse_host_memory
@@ -329,25 +383,42 @@ def main(
   config = flag_values.config
   config_file = config_flags.get_config_filename(flag_values["config"])
   logging.info(
-    "distributed: mode %s, cluster %s, initialised %s", dist.mode, dist.cluster, dist.initialized
+    "distributed: mode %s, cluster %s, initialised %s",
+    dist.mode,
+    dist.cluster,
+    dist.initialized,
   )
-  logging.info("host memory reuse: %s (%s)", "on" if memory.applied else "off", memory.reason)
+  logging.info(
+    "host memory reuse: %s (%s)",
+    "on" if memory.applied else "off",
+    memory.reason,
+  )
   log_startup(startup_info(config, workdir, config_file=config_file))
-  config_lib.validate_learning_rates(config)  # a negative rate would ascend the loss silently
+  # a negative rate would ascend the loss silently
+  config_lib.validate_learning_rates(config)
   try:
     start = registration.begin_run(
-      config, experiment_dir(target, train_and_evaluate), post_hoc=flag_values.post_hoc
+      config,
+      experiment_dir(target, train_and_evaluate),
+      post_hoc=flag_values.post_hoc,
     )
   except registration.RegistrationError as e:
     raise absl_app.UsageError(str(e)) from None
   logging.info(
-    "claims: %s (%s)", start["registration"]["status"], start["registration"].get("why", "")
+    "claims: %s (%s)",
+    start["registration"]["status"],
+    start["registration"].get("why", ""),
   )
   try:
-    with workdir_lock.hold(workdir):  # one run per workdir: a second one refuses
+    # one run per workdir: a second one refuses
+    with workdir_lock.hold(workdir):
       if flag_values.restore_cells:
-        added = sweep.CellStore(workdir / "cells").restore_snapshot(flag_values.restore_cells)
-        logging.info("restored %d cells from %s", added, flag_values.restore_cells)
+        added = sweep.CellStore(workdir / "cells").restore_snapshot(
+          flag_values.restore_cells
+        )
+        logging.info(
+          "restored %d cells from %s", added, flag_values.restore_cells
+        )
       train_and_evaluate(config, workdir)
   except workdir_lock.WorkdirLockedError as e:
     raise absl_app.UsageError(str(e)) from None
@@ -355,8 +426,14 @@ def main(
     registration.end_run()
 
 
-def run(target: Target, *, remote_workdir: bool = False, argv: Sequence[str] | None = None) -> None:
-  """Defines the flags, parses ``argv`` (``sys.argv`` by default) and runs :func:`main`.
+def run(
+  target: Target,
+  *,
+  remote_workdir: bool = False,
+  argv: Sequence[str] | None = None,
+) -> None:
+  """Defines the flags, parses ``argv`` (``sys.argv`` by default) and runs
+  :func:`main`.
 
   Args:
     target: the experiment: a module name such as ``"experiments.soda.train"``

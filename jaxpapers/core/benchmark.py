@@ -1,7 +1,9 @@
-"""The record every script in ``benchmarks/`` writes, and an interleaved side-by-side timer.
+"""The record every script in ``benchmarks/`` writes, and an interleaved
+side-by-side timer.
 
-A benchmark measures a method against the reference or the obvious alternative, side by side in
-one process, and writes one JSON record (``benchmarks/results/<name>.json`` by default)::
+A benchmark measures a method against the reference or the obvious alternative,
+side by side in one process, and writes one JSON record
+(``benchmarks/results/<name>.json`` by default)::
 
   {"benchmark": "<name>", "command": "<the exact command line>", "quick": bool,
    "host": {"cpu_count": ..., "platform": ..., "jax": ..., "shared_host": "<load note>", ...},
@@ -9,10 +11,10 @@ one process, and writes one JSON record (``benchmarks/results/<name>.json`` by d
    "summary": [{"name": "<what>", "value": <number>, "unit": "x", "target": ">= 1.5",
                 "met": true, "note": "<optional>"}, ...]}
 
-``summary`` holds the numbers a reader compares with the targets (ratios where possible, which
-survive a shared host better than absolute times); ``rows`` holds everything measured.
-``python -m benchmarks.run_all --quick`` runs every benchmark's ``--quick`` mode and renders
-the summaries into one table.
+``summary`` holds the numbers a reader compares with the targets (ratios where
+possible, which survive a shared host better than absolute times); ``rows``
+holds everything measured. ``python -m benchmarks.run_all --quick`` runs every
+benchmark's ``--quick`` mode and renders the summaries into one table.
 
 Example::
 
@@ -65,12 +67,14 @@ _OPS = {
 
 
 def default_out(name: str) -> pathlib.Path:
-  """``benchmarks/results/<name>.json`` (relative to the working directory, the repository)."""
+  """``benchmarks/results/<name>.json`` (relative to the working directory, the
+  repository)."""
   return RESULTS_DIR / f"{name}.json"
 
 
 def parser(name: str, doc: str | None = None) -> argparse.ArgumentParser:
-  """An argument parser with the two flags every benchmark has: ``--quick`` and ``--out``.
+  """An argument parser with the two flags every benchmark has: ``--quick`` and
+  ``--out``.
 
   Args:
     name: the benchmark's name (its module name in ``benchmarks/``).
@@ -87,10 +91,15 @@ def parser(name: str, doc: str | None = None) -> argparse.ArgumentParser:
   p.add_argument(
     "--quick",
     action="store_true",
-    help="small sizes and few repeats (seconds): the mode benchmarks.run_all --quick runs",
+    help=(
+      "small sizes and few repeats (seconds): the mode benchmarks.run_all "
+      "--quick runs"
+    ),
   )
   p.add_argument(
-    "--out", default=str(default_out(name)), help="where to write the JSON record (%(default)s)"
+    "--out",
+    default=str(default_out(name)),
+    help=("where to write the JSON record (%(default)s)"),
   )
   return p
 
@@ -103,7 +112,8 @@ def _load() -> list[float] | None:
 
 
 def host_info() -> dict[str, Any]:
-  """The machine a benchmark ran on: CPUs, platform, versions, devices and the load average."""
+  """The machine a benchmark ran on: CPUs, platform, versions, devices and the
+  load average."""
   try:
     usable = len(os.sched_getaffinity(0))
   except AttributeError:  # not on Linux
@@ -122,9 +132,12 @@ def host_info() -> dict[str, Any]:
     "xla_flags": os.environ.get("XLA_FLAGS", ""),
     "load_average_at_start": load,
     "shared_host": (
-      f"1/5/15-minute load average {load} on {usable} usable CPUs when the benchmark started: "
-      "above the CPU count, other processes shared the cores and absolute times are slower "
-      "than on an idle machine; ratios are measured side by side in one process"
+      (
+        f"1/5/15-minute load average {load} on {usable} usable CPUs when the "
+        "benchmark started: above the CPU count, other processes shared the "
+        "cores and absolute times are slower than on an idle machine; "
+        "ratios are measured side by side in one process"
+      )
       if load is not None
       else "load average unavailable"
     ),
@@ -132,7 +145,8 @@ def host_info() -> dict[str, Any]:
 
 
 def target_met(value: float, target: str) -> bool:
-  """Whether ``value`` satisfies ``target`` (``'>= 1.5'``, ``'<= 5'``, ``'> 1'``, ``'< 20'``, ``'== 0'``).
+  """Whether ``value`` satisfies ``target`` (``'>= 1.5'``, ``'<= 5'``,
+  ``'> 1'``, ``'< 20'``, ``'== 0'``).
 
   A NaN or infinite value meets no target.
 
@@ -142,7 +156,8 @@ def target_met(value: float, target: str) -> bool:
   m = _TARGET.match(target) if isinstance(target, str) else None
   if m is None:
     raise ValueError(
-      f"target must be '<op> <number>' with op one of >=, <=, ==, >, <; got {target!r}"
+      "target must be '<op> <number>' with op one of >=, <=, ==, >, <; "
+      f"got {target!r}"
     )
   if not math.isfinite(value):
     return False
@@ -150,16 +165,24 @@ def target_met(value: float, target: str) -> bool:
 
 
 def summary(
-  name: str, value: float, target: str, *, unit: str = "x", note: str | None = None
+  name: str,
+  value: float,
+  target: str,
+  *,
+  unit: str = "x",
+  note: str | None = None,
 ) -> dict[str, Any]:
-  """One summary entry: what was measured, the number, its target and whether it is met.
+  """One summary entry: what was measured, the number, its target and whether it
+  is met.
 
   Args:
     name: what the number is (``'fused loss vs per-slot loop, speed-up'``).
     value: the measured number.
     target: the rule, ``'<op> <number>'`` (see :func:`target_met`).
-    unit: ``'x'`` for ratios, else the unit of ``value`` (``'ms'``, ``'GB'``, ...).
-    note: optional context (why a target cannot be met here, what the number excludes).
+    unit: ``'x'`` for ratios, else the unit of ``value`` (``'ms'``,
+      ``'GB'``, ...).
+    note: optional context (why a target cannot be met here, what the number
+      excludes).
 
   Returns:
     ``{"name", "value", "unit", "target", "met"}`` plus ``"note"`` when given.
@@ -184,33 +207,38 @@ def write(
   argv: Sequence[str] | None = None,
   extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-  """Writes the benchmark's JSON record to ``args.out`` (creating its folder) and prints it.
+  """Writes the benchmark's JSON record to ``args.out`` (creating its folder)
+  and prints it.
 
   Args:
     name: the benchmark's name.
     args: the parsed arguments (``args.quick``, ``args.out``).
     rows: the raw measurements, one mapping per measured case.
     summary: entries made with :func:`summary`.
-    host: :func:`host_info` taken when the benchmark started (default: taken now).
+    host: :func:`host_info` taken when the benchmark started (default: taken
+      now).
     argv: the command's arguments after the program (default ``sys.argv[1:]``).
-    extra: further top-level entries (the benchmark's configuration, its wall time); they may
-      not replace the record's own keys.
+    extra: further top-level entries (the benchmark's configuration, its wall
+      time); they may not replace the record's own keys.
 
   Returns:
     The record as written.
 
   Raises:
-    ValueError: a summary entry lacks a key of :func:`summary`, or ``extra`` names a key of
-      the record.
+    ValueError: a summary entry lacks a key of :func:`summary`, or ``extra``
+      names a key of the record.
   """
   for item in summary:
     missing = {"name", "value", "unit", "target", "met"} - set(item)
     if missing:
-      raise ValueError(f"summary entry {item.get('name')!r} lacks {sorted(missing)}")
+      raise ValueError(
+        f"summary entry {item.get('name')!r} lacks {sorted(missing)}"
+      )
   host = dict(host_info() if host is None else host)
   host["load_average_at_end"] = _load()
   command = command_line(None if argv is None else [sys.argv[0], *argv])
-  if host.get("xla_flags"):  # the flags change what is measured, so the command names them
+  # the flags change what is measured, so the command names them
+  if host.get("xla_flags"):
     command = f"XLA_FLAGS={shlex.quote(host['xla_flags'])} {command}"
   record = {
     "benchmark": name,
@@ -222,7 +250,9 @@ def write(
   }
   clash = sorted(set(extra or {}) & set(record))
   if clash:
-    raise ValueError(f"extra must not replace the record's own keys, got {clash}")
+    raise ValueError(
+      f"extra must not replace the record's own keys, got {clash}"
+    )
   record.update(_to_jsonable(dict(extra or {})))
   out = pathlib.Path(args.out)
   out.parent.mkdir(parents=True, exist_ok=True)
@@ -234,14 +264,16 @@ def write(
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
-  """Timed calls of one function: wall and process-CPU seconds of each repeat."""
+  """Timed calls of one function: wall and process-CPU seconds of each
+  repeat."""
 
   wall: tuple[float, ...]
   cpu: tuple[float, ...]
 
   @property
   def best(self) -> float:
-    """The smallest wall time (s): the least disturbed repeat on a shared host."""
+    """The smallest wall time (s): the least disturbed repeat on a shared
+    host."""
     return min(self.wall)
 
   @property
@@ -258,17 +290,22 @@ class Timing:
 
 
 def side_by_side(
-  fns: Mapping[str, Callable[[], Any]], repeats: int = 5, *, warm_up: bool = True
+  fns: Mapping[str, Callable[[], Any]],
+  repeats: int = 5,
+  *,
+  warm_up: bool = True,
 ) -> dict[str, Timing]:
   """Times functions of no arguments in interleaved rounds, warm-up excluded.
 
-  Each function is called once first (compilation, not timed; ``warm_up=False`` when the
-  caller has already called each once); then ``repeats`` rounds call
-  every function once each, in turn, so that a burst of load on a shared machine hits all of
-  them alike. Every call waits for its outputs (``jax.block_until_ready``).
+  Each function is called once first (compilation, not timed; ``warm_up=False``
+  when the caller has already called each once); then ``repeats`` rounds call
+  every function once each, in turn, so that a burst of load on a shared machine
+  hits all of them alike. Every call waits for its outputs
+  (``jax.block_until_ready``).
 
   Args:
-    fns: name -> function returning a pytree of arrays (or anything ``block_until_ready`` takes).
+    fns: name -> function returning a pytree of arrays (or anything
+      ``block_until_ready`` takes).
     repeats: timed rounds (>= 1).
 
   Returns:
@@ -292,8 +329,11 @@ def side_by_side(
   return {k: Timing(tuple(wall[k]), tuple(cpu[k])) for k in fns}
 
 
-def timing_row(case: str, timings: Mapping[str, Timing], **info: Any) -> dict[str, Any]:
-  """One ``rows`` entry: ``{"case": case, **info, "<name>_best_s": ..., ...}`` for each timing."""
+def timing_row(
+  case: str, timings: Mapping[str, Timing], **info: Any
+) -> dict[str, Any]:
+  """One ``rows`` entry: ``{"case": case, **info, "<name>_best_s": ..., ...}``
+  for each timing."""
   row = {"case": case, **info}
   for name, t in timings.items():
     row.update({f"{name}_{k}": v for k, v in t.as_dict().items()})
@@ -305,7 +345,8 @@ _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 @dataclasses.dataclass
 class CompileCount:
-  """XLA compilations seen inside a :func:`count_compilations` block (``count``, ``seconds``)."""
+  """XLA compilations seen inside a :func:`count_compilations` block (``count``,
+  ``seconds``)."""
 
   count: int = 0
   seconds: float = 0.0

@@ -1,27 +1,33 @@
-"""Files that hold computed values: written atomically by process 0, verified when read.
+"""Files that hold computed values: written atomically by process 0, verified
+when read.
 
-Every file the harness keeps so that a rerun need not recompute something (a finished cell of
-:class:`~jaxpapers.core.sweep.CellStore`, an experiment's prepared data or embeddings, a row of
-a table) goes through this module, which gives each of them the same three properties:
+Every file the harness keeps so that a rerun need not recompute something (a
+finished cell of :class:`~jaxpapers.core.sweep.CellStore`, an experiment's
+prepared data or embeddings, a row of a table) goes through this module, which
+gives each of them the same three properties:
 
-* **Atomic writes.** The content goes to a temporary file in the same directory, which is then
-  renamed over the final path: a crash (``kill -9`` included) leaves the previous file or none,
-  never a partial one.
-* **Process-0 writes.** In a multi-process job only process 0 writes; the other processes read
-  the same files and compute what is missing themselves (the computations are deterministic).
-* **Verified reads.** Each file records the SHA-256 digest of its content. A file that cannot
-  be parsed or whose digest does not match is *corrupt*: :func:`read_json` and
-  :func:`read_arrays` raise :class:`CorruptFileError` naming it, and :func:`cached_json` and
-  :func:`cached_arrays` log a warning naming it and compute the value again. Files written
-  before digests were recorded (no digest field) are read unverified.
+* **Atomic writes.** The content goes to a temporary file in the same directory,
+  which is then renamed over the final path: a crash (``kill -9`` included)
+  leaves the previous file or none, never a partial one.
+* **Process-0 writes.** In a multi-process job only process 0 writes; the other
+  processes read the same files and compute what is missing themselves (the
+  computations are deterministic).
+* **Verified reads.** Each file records the SHA-256 digest of its content. A
+  file that cannot be parsed or whose digest does not match is *corrupt*:
+  :func:`read_json` and :func:`read_arrays` raise :class:`CorruptFileError`
+  naming it, and :func:`cached_json` and :func:`cached_arrays` log a warning
+  naming it and compute the value again. Files written before digests were
+  recorded (no digest field) are read unverified.
 
 Two formats:
 
-* JSON records (:func:`write_json` / :func:`read_json`): a JSON object with a ``"sha256"``
-  field, the digest of the record's canonical JSON (sorted keys, no spaces) without that
-  field. numpy arrays and scalars are converted with ``tolist()`` / ``item()``.
-* arrays (:func:`write_arrays` / :func:`read_arrays`): an ``.npz`` file of named numpy arrays
-  whose member ``__sha256__`` holds the digest of the names, dtypes, shapes and bytes.
+* JSON records (:func:`write_json` / :func:`read_json`): a JSON object with a
+  ``"sha256"`` field, the digest of the record's canonical JSON (sorted keys, no
+  spaces) without that field. numpy arrays and scalars are converted with
+  ``tolist()`` / ``item()``.
+* arrays (:func:`write_arrays` / :func:`read_arrays`): an ``.npz`` file of named
+  numpy arrays whose member ``__sha256__`` holds the digest of the names,
+  dtypes, shapes and bytes.
 
 Example::
 
@@ -66,7 +72,8 @@ _ARRAYS_DIGEST = "__sha256__"
 
 
 class CorruptFileError(ValueError):
-  """A cache or cell file that cannot be parsed or does not match its recorded digest.
+  """A cache or cell file that cannot be parsed or does not match its recorded
+  digest.
 
   ``path`` is kept as an attribute (an ``etils.epath.Path``).
 
@@ -85,10 +92,11 @@ def _is_writer() -> bool:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> bool:
-  """Writes ``data`` to ``path`` through a temporary file and a rename (process 0 only).
+  """Writes ``data`` to ``path`` through a temporary file and a rename (process
+  0 only).
 
-  The parent directory is created if needed. A failure (or a kill) part-way leaves the
-  previous file, or no file, and no temporary file on failure.
+  The parent directory is created if needed. A failure (or a kill) part-way
+  leaves the previous file, or no file, and no temporary file on failure.
 
   Args:
     path: the file.
@@ -113,7 +121,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> bool:
   return True
 
 
-# ------------------------------------------------------------------------------ JSON --
+# ---------------------------------------------------------------------- JSON --
 
 
 def _json_default(obj: Any) -> Any:
@@ -134,61 +142,78 @@ def _sha256(data: bytes) -> str:
   return hashlib.sha256(data).hexdigest()
 
 
-def write_json(path: str | os.PathLike[str], record: Mapping[str, Any]) -> dict[str, Any]:
-  """Writes ``record`` as a JSON object with its digest, atomically (process 0 only).
+def write_json(
+  path: str | os.PathLike[str], record: Mapping[str, Any]
+) -> dict[str, Any]:
+  """Writes ``record`` as a JSON object with its digest, atomically (process 0
+  only).
 
   Args:
     path: the file.
-    record: a mapping of JSON-able values (numpy and JAX arrays and scalars are converted);
-      it must not have a ``"sha256"`` key.
+    record: a mapping of JSON-able values (numpy and JAX arrays and scalars are
+      converted); it must not have a ``"sha256"`` key.
 
   Returns:
-    The record as :func:`read_json` will return it (tuples become lists, numpy becomes
-    Python), on every process.
+    The record as :func:`read_json` will return it (tuples become lists, numpy
+    becomes Python), on every process.
 
   Raises:
     TypeError: a value is not JSON-serialisable (nothing is written).
     ValueError: ``record`` has a ``"sha256"`` key.
   """
   if not isinstance(record, Mapping):
-    raise TypeError(f"record must be a mapping name -> JSON value, got {type(record).__name__}")
+    raise TypeError(
+      "record must be a mapping name -> JSON value, "
+      f"got {type(record).__name__}"
+    )
   if DIGEST_KEY in record:
-    raise ValueError(f"record must not have a {DIGEST_KEY!r} key (the digest goes there)")
+    raise ValueError(
+      f"record must not have a {DIGEST_KEY!r} key (the digest goes there)"
+    )
   normalized = json.loads(json.dumps(dict(record), default=_json_default))
   text = json.dumps(
-    {**normalized, DIGEST_KEY: _sha256(_canonical(normalized))}, separators=(",", ":")
+    {**normalized, DIGEST_KEY: _sha256(_canonical(normalized))},
+    separators=(",", ":"),
   )
   atomic_write(path, text)
   return normalized
 
 
 def read_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-  """The record of a file written by :func:`write_json`, verified against its digest.
+  """The record of a file written by :func:`write_json`, verified against its
+  digest.
 
-  A JSON object without a ``"sha256"`` field (written before digests were recorded) is
-  returned unverified.
+  A JSON object without a ``"sha256"`` field (written before digests were
+  recorded) is returned unverified.
 
   Raises:
     FileNotFoundError: no such file.
-    CorruptFileError: the file is not a JSON object, or does not match its digest.
+    CorruptFileError: the file is not a JSON object, or does not match its
+      digest.
   """
   path = epath.Path(path)
   raw = path.read_bytes()
   try:
     record = json.loads(raw)
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
-    raise CorruptFileError(path, f"not valid JSON ({e}); it was cut off or overwritten") from e
+    raise CorruptFileError(
+      path, f"not valid JSON ({e}); it was cut off or overwritten"
+    ) from e
   if not isinstance(record, dict):
-    raise CorruptFileError(path, f"expected a JSON object, got {type(record).__name__}")
+    raise CorruptFileError(
+      path, f"expected a JSON object, got {type(record).__name__}"
+    )
   if DIGEST_KEY not in record:
     return record
   digest = record.pop(DIGEST_KEY)
   if digest != _sha256(_canonical(record)):
-    raise CorruptFileError(path, "its content does not match its recorded SHA-256 digest")
+    raise CorruptFileError(
+      path, "its content does not match its recorded SHA-256 digest"
+    )
   return record
 
 
-# ---------------------------------------------------------------------------- arrays --
+# -------------------------------------------------------------------- arrays --
 
 
 def _arrays_digest(arrays: Mapping[str, np.ndarray]) -> str:
@@ -201,32 +226,46 @@ def _arrays_digest(arrays: Mapping[str, np.ndarray]) -> str:
 
 
 def write_arrays(
-  path: str | os.PathLike[str], arrays: Mapping[str, Any], *, compress: bool = False
+  path: str | os.PathLike[str],
+  arrays: Mapping[str, Any],
+  *,
+  compress: bool = False,
 ) -> dict[str, np.ndarray]:
-  """Writes named arrays as an ``.npz`` file with their digest, atomically (process 0 only).
+  """Writes named arrays as an ``.npz`` file with their digest, atomically
+  (process 0 only).
 
   Args:
     path: the file (conventionally ``*.npz``).
-    arrays: name -> array-like (numeric, bool or string dtypes; no Python objects).
+    arrays: name -> array-like (numeric, bool or string dtypes; no Python
+      objects).
     compress: zip-deflate the members (``np.savez_compressed``).
 
   Returns:
-    The arrays as numpy arrays (what :func:`read_arrays` returns), on every process.
+    The arrays as numpy arrays (what :func:`read_arrays` returns), on every
+    process.
 
   Raises:
     ValueError: a name is ``"__sha256__"``, or an array has the object dtype.
   """
   out = {str(k): np.asarray(v) for k, v in arrays.items()}
   if _ARRAYS_DIGEST in out:
-    raise ValueError(f"array name {_ARRAYS_DIGEST!r} is reserved for the digest")
-  if "allow_pickle" in out:  # np.savez would take it as its own flag and not save the array
-    raise ValueError("array name 'allow_pickle' cannot be stored (NumPy's savez reserves it)")
+    raise ValueError(
+      f"array name {_ARRAYS_DIGEST!r} is reserved for the digest"
+    )
+  # np.savez would take it as its own flag and not save the array
+  if "allow_pickle" in out:
+    raise ValueError(
+      "array name 'allow_pickle' cannot be stored (NumPy's savez reserves it)"
+    )
   for k, v in out.items():
     if v.dtype == object:
-      raise ValueError(f"array {k!r} has the object dtype; only plain dtypes can be cached")
+      raise ValueError(
+        f"array {k!r} has the object dtype; only plain dtypes can be cached"
+      )
   if _is_writer():
     buf = io.BytesIO()
-    # Called with the array names as keywords (any name but 'allow_pickle', refused above).
+    # Called with the array names as keywords (any name but 'allow_pickle',
+    # refused above).
     save: Callable[..., None] = np.savez_compressed if compress else np.savez
     save(buf, **out, **{_ARRAYS_DIGEST: np.asarray(_arrays_digest(out))})
     atomic_write(path, buf.getvalue())
@@ -234,14 +273,16 @@ def write_arrays(
 
 
 def read_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-  """The arrays of a file written by :func:`write_arrays`, verified against their digest.
+  """The arrays of a file written by :func:`write_arrays`, verified against
+  their digest.
 
-  An ``.npz`` file without a digest (written before digests were recorded) is returned
-  unverified.
+  An ``.npz`` file without a digest (written before digests were recorded) is
+  returned unverified.
 
   Raises:
     FileNotFoundError: no such file.
-    CorruptFileError: the file is not a readable ``.npz`` file, or does not match its digest.
+    CorruptFileError: the file is not a readable ``.npz`` file, or does not
+      match its digest.
   """
   path = epath.Path(path)
   if not path.exists():
@@ -250,16 +291,20 @@ def read_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     with path.open("rb") as f, np.load(f, allow_pickle=False) as z:
       out = {k: z[k] for k in z.files}
   except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as e:
-    raise CorruptFileError(path, f"not a readable .npz file ({type(e).__name__}: {e})") from e
+    raise CorruptFileError(
+      path, f"not a readable .npz file ({type(e).__name__}: {e})"
+    ) from e
   if _ARRAYS_DIGEST not in out:
     return out
   digest = str(out.pop(_ARRAYS_DIGEST))
   if digest != _arrays_digest(out):
-    raise CorruptFileError(path, "its arrays do not match their recorded SHA-256 digest")
+    raise CorruptFileError(
+      path, "its arrays do not match their recorded SHA-256 digest"
+    )
   return out
 
 
-# ----------------------------------------------------------------------------- cached --
+# -------------------------------------------------------------------- cached --
 
 
 def _cached(
@@ -278,7 +323,9 @@ def _cached(
     else:
       if valid is None or valid(value):
         return value
-      logging.info("%s holds a value for other inputs; computing it again", path)
+      logging.info(
+        "%s holds a value for other inputs; computing it again", path
+      )
   return write(path, compute())
 
 
@@ -288,17 +335,19 @@ def cached_json(
   *,
   valid: Callable[[Any], bool] | None = None,
 ) -> Any:
-  """The JSON value cached in ``path``, or ``compute()`` written there and returned.
+  """The JSON value cached in ``path``, or ``compute()`` written there and
+  returned.
 
   Args:
     path: the cache file.
-    compute: ``() -> value``, a JSON-able value (numpy converted); called when the file is
-      missing, corrupt (a warning names it) or not ``valid``.
-    valid: optional ``value -> bool``; False marks a readable value as stale (computed for
-      other inputs), so it is recomputed.
+    compute: ``() -> value``, a JSON-able value (numpy converted); called when
+      the file is missing, corrupt (a warning names it) or not ``valid``.
+    valid: optional ``value -> bool``; False marks a readable value as stale
+      (computed for other inputs), so it is recomputed.
 
   Returns:
-    The value as read back from the file (JSON types), whether computed now or not.
+    The value as read back from the file (JSON types), whether computed now or
+    not.
   """
   return _cached(
     path,
@@ -323,12 +372,13 @@ def cached_arrays(
   valid: Callable[[dict[str, np.ndarray]], bool] | None = None,
   compress: bool = False,
 ) -> dict[str, np.ndarray]:
-  """The arrays cached in ``path`` (``.npz``), or ``compute()`` written there and returned.
+  """The arrays cached in ``path`` (``.npz``), or ``compute()`` written there
+  and returned.
 
   Args:
     path: the cache file.
-    compute: ``() -> {name: array}``; called when the file is missing, corrupt (a warning
-      names it) or not ``valid``.
+    compute: ``() -> {name: array}``; called when the file is missing, corrupt
+      (a warning names it) or not ``valid``.
     valid: optional ``arrays -> bool``; False marks readable arrays as stale.
     compress: write a compressed ``.npz``.
 
@@ -347,11 +397,12 @@ def cached_arrays(
 class RowCache:
   """Rows of named arrays keyed by string, kept in one verified ``.npz`` file.
 
-  The memo of an expensive per-item computation (an LM reading one context, ...) that is
-  filled a batch at a time: :meth:`put` adds rows and rewrites the file (atomically, through
-  :func:`write_arrays`, process 0 only), so a killed run resumes with every batch it
-  finished. The file holds ``keys`` (``[R]`` strings) and one ``[R, ...]`` array per field.
-  A corrupt file is left out with a warning naming it: its rows are computed again.
+  The memo of an expensive per-item computation (an LM reading one context, ...)
+  that is filled a batch at a time: :meth:`put` adds rows and rewrites the file
+  (atomically, through :func:`write_arrays`, process 0 only), so a killed run
+  resumes with every batch it finished. The file holds ``keys`` (``[R]``
+  strings) and one ``[R, ...]`` array per field. A corrupt file is left out with
+  a warning naming it: its rows are computed again.
 
   Args:
     path: the cache file (``*.npz``), or None for a memo kept in memory only.
@@ -365,7 +416,9 @@ class RowCache:
     arrays = cache.stack(keys)  # {"z": [len(keys), ...], "logp": [len(keys)]}
   """
 
-  def __init__(self, path: str | os.PathLike[str] | None, fields: tuple[str, ...]):
+  def __init__(
+    self, path: str | os.PathLike[str] | None, fields: tuple[str, ...]
+  ):
     self.path, self.fields = path, tuple(fields)
     self.rows: dict[str, dict[str, np.ndarray]] = {}
     if path is not None and epath.Path(path).exists():
@@ -401,7 +454,9 @@ class RowCache:
       self.rows[k] = {f: np.asarray(row[f]) for f in self.fields}
     if self.path is not None and self.rows:
       keys = list(self.rows)
-      arrays = {f: np.stack([self.rows[k][f] for k in keys]) for f in self.fields}
+      arrays = {
+        f: np.stack([self.rows[k][f] for k in keys]) for f in self.fields
+      }
       write_arrays(self.path, {"keys": np.asarray(keys), **arrays})
 
   def stack(self, keys) -> dict[str, np.ndarray]:
@@ -417,14 +472,17 @@ class RowCache:
 
 
 def write_tree(path: str | os.PathLike[str], tree: Any) -> None:
-  """Writes the array leaves of a pytree (``arr_<i>`` in ``jax.tree.leaves`` order) through
-  :func:`write_arrays`; :func:`read_tree` reads them back into a tree of the same structure.
+  """Writes the array leaves of a pytree (``arr_<i>`` in ``jax.tree.leaves``
+  order) through :func:`write_arrays`; :func:`read_tree` reads them back into a
+  tree of the same structure.
 
   Args:
     path: the file (``*.npz``).
     tree: a pytree of arrays.
   """
-  write_arrays(path, {f"arr_{i}": x for i, x in enumerate(jax.tree.leaves(tree))})
+  write_arrays(
+    path, {f"arr_{i}": x for i, x in enumerate(jax.tree.leaves(tree))}
+  )
 
 
 def read_tree(path: str | os.PathLike[str], like: Any) -> Any:
@@ -439,11 +497,13 @@ def read_tree(path: str | os.PathLike[str], like: Any) -> Any:
 
   Raises:
     FileNotFoundError: no such file.
-    CorruptFileError: the file is cut off or does not match its digest, or holds another
-      number of leaves than ``like``.
+    CorruptFileError: the file is cut off or does not match its digest, or holds
+      another number of leaves than ``like``.
   """
   z = read_arrays(path)
   treedef = jax.tree.structure(like)
   if len(z) != treedef.num_leaves:
-    raise CorruptFileError(path, f"it holds {len(z)} arrays, the tree {treedef.num_leaves}")
+    raise CorruptFileError(
+      path, f"it holds {len(z)} arrays, the tree {treedef.num_leaves}"
+    )
   return jax.tree.unflatten(treedef, [z[f"arr_{i}"] for i in range(len(z))])

@@ -1,20 +1,22 @@
-"""Checkpoint/resume on orbax ``CheckpointManager``, verified by a digest of every array.
+"""Checkpoint/resume on orbax ``CheckpointManager``, verified by a digest of
+every array.
 
 Saves are asynchronous; :meth:`Checkpointer.wait` (also called by ``close`` and
 on context exit) blocks until they are on disk. Restores always go against an
 abstract target (``jax.ShapeDtypeStruct`` leaves with shardings), so arrays come
 back with the structure, dtypes and placement the caller expects.
 
-**Digests.** Every save records, inside the same orbax checkpoint, a digest of each
-leaf's bits (:func:`tree_digests`: two 32-bit lanes per leaf, computed where the
-array lives, under ``jax.jit`` for device arrays, so sharded and multi-process arrays
-never travel to one host). Every restore recomputes them on the restored arrays and
-compares: a checkpoint whose files were changed after writing (a flipped bit, a
-truncated or overwritten file) never comes back as different values.
-:meth:`Checkpointer.restore_latest` then falls back to the newest earlier checkpoint
-that verifies, with a warning naming the bad one (which is moved aside, so the run
-can save that step again), and raises if none does. Checkpoints written before
-digests were recorded restore with a warning that they are not verified.
+**Digests.** Every save records, inside the same orbax checkpoint, a digest of
+each leaf's bits (:func:`tree_digests`: two 32-bit lanes per leaf, computed
+where the array lives, under ``jax.jit`` for device arrays, so sharded and
+multi-process arrays never travel to one host). Every restore recomputes them on
+the restored arrays and compares: a checkpoint whose files were changed after
+writing (a flipped bit, a truncated or overwritten file) never comes back as
+different values. :meth:`Checkpointer.restore_latest` then falls back to the
+newest earlier checkpoint that verifies, with a warning naming the bad one
+(which is moved aside, so the run can save that step again), and raises if none
+does. Checkpoints written before digests were recorded restore with a warning
+that they are not verified.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from etils import epath
 _TREE = "tree"
 _DIGESTS = "leaf_digests"
 
-# ----------------------------------------------------------------------- digests --
+# ------------------------------------------------------------------- digests --
 
 _M1, _M2, _GOLDEN = 0x85EBCA6B, 0xC2B2AE35, 0x9E3779B9
 
 
 def _fmix32(h, xp):
-  """murmur3's 32-bit finalizer: a bijection of uint32 that mixes every input bit."""
+  """murmur3's 32-bit finalizer: a bijection of uint32 that mixes every input
+  bit."""
   h = h ^ (h >> 16)
   h = h * xp.uint32(_M1)
   h = h ^ (h >> 13)
@@ -50,14 +53,18 @@ def _fmix32(h, xp):
 
 
 def _lanes(words, index, xp):
-  """``[2]`` uint32: ``sum_i w_i (2 i + 1)`` and ``sum_i fmix(w_i ^ fmix(i + golden))``.
+  """``[2]`` uint32: ``sum_i w_i (2 i + 1)`` and ``sum_i fmix(w_i ^ fmix(i +
+  golden))``.
 
-  Both sums are mod 2**32. Changing one word changes one term of each sum by a nonzero
-  amount (``2i + 1`` is odd; ``fmix`` is a bijection), so any single flipped bit, and any
-  change confined to one 32-bit word, changes both lanes.
+  Both sums are mod 2**32. Changing one word changes one term of each sum by a
+  nonzero amount (``2i + 1`` is odd; ``fmix`` is a bijection), so any single
+  flipped bit, and any change confined to one 32-bit word, changes both lanes.
   """
   a = xp.sum(words * (index * xp.uint32(2) + xp.uint32(1)), dtype=xp.uint32)
-  b = xp.sum(_fmix32(words ^ _fmix32(index + xp.uint32(_GOLDEN), xp), xp), dtype=xp.uint32)
+  b = xp.sum(
+    _fmix32(words ^ _fmix32(index + xp.uint32(_GOLDEN), xp), xp),
+    dtype=xp.uint32,
+  )
   return xp.stack([a, b])
 
 
@@ -66,7 +73,8 @@ def _unsigned(bits: int):
 
 
 def _np_words(a: np.ndarray) -> np.ndarray:
-  """The bits of ``a`` as a flat uint32 vector, element by element in C order."""
+  """The bits of ``a`` as a flat uint32 vector, element by element in C
+  order."""
   a = np.ascontiguousarray(a).reshape(-1)
   dt = a.dtype
   if dt == np.bool_:
@@ -77,9 +85,12 @@ def _np_words(a: np.ndarray) -> np.ndarray:
   if dt.kind in "fiuV" and dt.itemsize in (1, 2, 4, 8):
     bits = jax.dtypes.itemsize_bits(dt)
     if bits < 8:  # int4 / float4: exact in 32 bits
-      return _np_words(a.astype(np.float32 if jnp.issubdtype(dt, jnp.floating) else np.int32))
+      return _np_words(
+        a.astype(np.float32 if jnp.issubdtype(dt, jnp.floating) else np.int32)
+      )
     if bits == 64:
-      return a.view(np.uint32)  # little-endian: low word first, as lax.bitcast_convert_type
+      # little-endian: low word first, as lax.bitcast_convert_type
+      return a.view(np.uint32)
     return a.view(_unsigned(bits)).astype(np.uint32)
   # Anything else (strings, ...): the raw bytes, zero-padded to whole words.
   raw = a.tobytes()
@@ -87,7 +98,8 @@ def _np_words(a: np.ndarray) -> np.ndarray:
 
 
 def _jnp_words(x: jax.Array) -> jax.Array:
-  """The bits of ``x`` as uint32, element by element (64-bit types add a minor axis of 2)."""
+  """The bits of ``x`` as uint32, element by element (64-bit types add a minor
+  axis of 2)."""
   if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
     x = jax.random.key_data(x)
   dt = np.dtype(x.dtype)
@@ -98,19 +110,26 @@ def _jnp_words(x: jax.Array) -> jax.Array:
     dt = np.dtype(x.dtype)
   bits = jax.dtypes.itemsize_bits(dt)
   if bits < 8:
-    return _jnp_words(x.astype(jnp.float32 if jnp.issubdtype(dt, jnp.floating) else jnp.int32))
+    return _jnp_words(
+      x.astype(jnp.float32 if jnp.issubdtype(dt, jnp.floating) else jnp.int32)
+    )
   if bits == 64:
     return jax.lax.bitcast_convert_type(x, jnp.uint32)
-  return jax.lax.bitcast_convert_type(x, jnp.dtype(_unsigned(bits))).astype(jnp.uint32)
+  return jax.lax.bitcast_convert_type(x, jnp.dtype(_unsigned(bits))).astype(
+    jnp.uint32
+  )
 
 
 def _jnp_digest(x: jax.Array) -> jax.Array:
   w = _jnp_words(x)
-  # The C-order linear index of each word, without a reshape (that could move sharded data).
+  # The C-order linear index of each word, without a reshape (that could move
+  # sharded data).
   index = jnp.zeros(w.shape, jnp.uint32)
   stride = 1
   for d in reversed(range(w.ndim)):
-    index = index + jax.lax.broadcasted_iota(jnp.uint32, w.shape, d) * jnp.uint32(stride % 2**32)
+    index = index + jax.lax.broadcasted_iota(
+      jnp.uint32, w.shape, d
+    ) * jnp.uint32(stride % 2**32)
     stride *= w.shape[d]
   return _lanes(w, index, jnp)
 
@@ -134,16 +153,18 @@ def _to_numpy(x: jax.Array) -> np.ndarray:
 
 
 def tree_digests(tree: Any) -> np.ndarray:
-  """A digest of every leaf's bits: ``[n_leaves, 2]`` uint32, in ``jax.tree.leaves`` order.
+  """A digest of every leaf's bits: ``[n_leaves, 2]`` uint32, in
+  ``jax.tree.leaves`` order.
 
-  Device arrays are digested where they live (one ``jax.jit`` program per set of devices,
-  reductions across shards and processes), host values (numpy, Python scalars) on the host;
-  both give the same digest for the same dtype, shape and bits. Typed PRNG keys are digested
-  through their key data. In a multi-process job every process must call it (like a save).
+  Device arrays are digested where they live (one ``jax.jit`` program per set of
+  devices, reductions across shards and processes), host values (numpy, Python
+  scalars) on the host; both give the same digest for the same dtype, shape and
+  bits. Typed PRNG keys are digested through their key data. In a multi-process
+  job every process must call it (like a save).
 
-  The digest is not cryptographic: it detects accidental change (every single flipped bit,
-  and any change within one 32-bit word, with certainty; other changes with probability
-  ``1 - 2**-64``), not tampering.
+  The digest is not cryptographic: it detects accidental change (every single
+  flipped bit, and any change within one 32-bit word, with certainty; other
+  changes with probability ``1 - 2**-64``), not tampering.
 
   Args:
     tree: a pytree of arrays and scalars.
@@ -164,11 +185,12 @@ def tree_digests(tree: Any) -> np.ndarray:
   return out
 
 
-# ------------------------------------------------------------------- checkpointer --
+# -------------------------------------------------------------- checkpointer --
 
 
 class CorruptCheckpointError(ValueError):
-  """A checkpoint step that cannot be restored or does not match its recorded digests.
+  """A checkpoint step that cannot be restored or does not match its recorded
+  digests.
 
   The arguments are kept as attributes of the same names.
 
@@ -180,7 +202,9 @@ class CorruptCheckpointError(ValueError):
 
   def __init__(self, step: int, path: Any, reason: str):
     self.step, self.path, self.reason = step, path, reason
-    super().__init__(f"could not restore checkpoint step {step} from {path}: {reason}")
+    super().__init__(
+      f"could not restore checkpoint step {step} from {path}: {reason}"
+    )
 
 
 def abstract_like(tree: Any) -> Any:
@@ -190,8 +214,9 @@ def abstract_like(tree: Any) -> Any:
     tree: a pytree whose ``jax.Array`` leaves are to be described.
 
   Returns:
-    ``tree`` with every ``jax.Array`` leaf replaced by a ``jax.ShapeDtypeStruct`` of the same
-    shape, dtype and sharding; other leaves are kept as they are.
+    ``tree`` with every ``jax.Array`` leaf replaced by a
+    ``jax.ShapeDtypeStruct`` of the same shape, dtype and sharding; other leaves
+    are kept as they are.
   """
 
   def to_abstract(x):
@@ -219,7 +244,8 @@ def _agree(ok: bool) -> bool:
 
 
 class Checkpointer:
-  """A thin, typed wrapper over ``orbax.checkpoint.CheckpointManager`` with verified restores.
+  """A thin, typed wrapper over ``orbax.checkpoint.CheckpointManager`` with
+  verified restores.
 
   Args:
     directory: where checkpoints go (created if needed); a local path is made
@@ -250,7 +276,9 @@ class Checkpointer:
     if max_to_keep < 1:
       raise ValueError(f"max_to_keep must be >= 1, got {max_to_keep}")
     if save_interval_steps < 1:
-      raise ValueError(f"save_interval_steps must be >= 1, got {save_interval_steps}")
+      raise ValueError(
+        f"save_interval_steps must be >= 1, got {save_interval_steps}"
+      )
     self.directory = _as_path(directory)
     self.directory.mkdir(parents=True, exist_ok=True)
     options = ocp.CheckpointManagerOptions(
@@ -261,7 +289,9 @@ class Checkpointer:
       cleanup_tmp_directories=True,  # what a save cut off by a kill left behind
     )
     self._manager = ocp.CheckpointManager(
-      self.directory, options=options, item_handlers=ocp.StandardCheckpointHandler()
+      self.directory,
+      options=options,
+      item_handlers=ocp.StandardCheckpointHandler(),
     )
 
   def latest_step(self) -> int | None:
@@ -281,15 +311,17 @@ class Checkpointer:
     return list(self._manager.all_steps())
 
   def save(self, step: int, tree: Any, *, force: bool = False) -> bool:
-    """Saves ``tree`` and its digests at ``step`` (asynchronously); returns whether it saved.
+    """Saves ``tree`` and its digests at ``step`` (asynchronously); returns
+    whether it saved.
 
-    The digests are computed before this returns, so ``tree``'s buffers may be donated
-    afterwards.
+    The digests are computed before this returns, so ``tree``'s buffers may be
+    donated afterwards.
 
     Args:
       step: the step number to save under.
       tree: the pytree of arrays to save.
-      force: save even when ``step`` is not a multiple of ``save_interval_steps``.
+      force: save even when ``step`` is not a multiple of
+        ``save_interval_steps``.
 
     Returns:
       True when a save was started, False when the interval skipped it.
@@ -298,34 +330,43 @@ class Checkpointer:
     if not force and not self._manager.should_save(step):
       return False
     item = {_TREE: tree, _DIGESTS: tree_digests(tree)}
-    return self._manager.save(step, args=ocp.args.StandardSave(item), force=force)
+    return self._manager.save(
+      step, args=ocp.args.StandardSave(item), force=force
+    )
 
   def restore(self, step: int | None, abstract_tree: Any) -> Any:
-    """Restores ``step`` (latest when None) into the structure of ``abstract_tree``, verified.
+    """Restores ``step`` (latest when None) into the structure of
+    ``abstract_tree``, verified.
 
     ``abstract_tree`` may hold concrete arrays; they are turned into
-    ``ShapeDtypeStruct`` targets keeping their shardings. Restoring into other dtypes
-    than the saved ones is not supported (the digests would not match): cast afterwards.
-    With ``step=None`` this is :meth:`restore_latest` (with its fallback) without the step.
+    ``ShapeDtypeStruct`` targets keeping their shardings. Restoring into other
+    dtypes than the saved ones is not supported (the digests would not match):
+    cast afterwards. With ``step=None`` this is :meth:`restore_latest` (with its
+    fallback) without the step.
 
     Args:
       step: the step to restore, or None for the newest that verifies.
-      abstract_tree: the target structure: a pytree of ``jax.ShapeDtypeStruct`` or arrays.
+      abstract_tree: the target structure: a pytree of ``jax.ShapeDtypeStruct``
+        or arrays.
 
     Returns:
-      the restored pytree, of ``abstract_tree``'s structure, shapes, dtypes and shardings.
+      the restored pytree, of ``abstract_tree``'s structure, shapes, dtypes and
+      shardings.
 
     Raises:
       FileNotFoundError: no checkpoint at all, or none at ``step`` (naming the
         step, the directory and the steps that exist).
-      CorruptCheckpointError: (a ``ValueError``) the checkpoint at ``step`` is corrupt,
-        truncated, does not match its recorded digests, or does not match the structure of
-        ``abstract_tree`` (naming the step and directory, with the cause).
+      CorruptCheckpointError: (a ``ValueError``) the checkpoint at ``step`` is
+        corrupt, truncated, does not match its recorded digests, or does not
+        match the structure of ``abstract_tree`` (naming the step and directory,
+        with the cause).
     """
     if step is None:
       return self.restore_latest(abstract_tree)[1]
     if isinstance(step, bool) or not isinstance(step, numbers.Integral):
-      raise TypeError(f"step must be an int or None, got {type(step).__name__} {step!r}")
+      raise TypeError(
+        f"step must be an int or None, got {type(step).__name__} {step!r}"
+      )
     step = int(step)
     self._manager.reload()
     if step not in self._manager.all_steps():
@@ -338,19 +379,23 @@ class Checkpointer:
   def restore_latest(self, abstract_tree: Any) -> tuple[int, Any]:
     """Restores the newest checkpoint that verifies; returns ``(step, tree)``.
 
-    A newer checkpoint that is corrupt (unreadable, or not matching its digests) is
-    skipped with a warning naming it, and moved aside to
-    ``<directory>/corrupt/<step>-<id>`` so that the run can save that step again.
+    A newer checkpoint that is corrupt (unreadable, or not matching its digests)
+    is skipped with a warning naming it, and moved aside to
+    ``<directory>/corrupt/<step>-<id>`` so that the run can save that step
+    again.
 
     Args:
-      abstract_tree: the target structure: a pytree of ``jax.ShapeDtypeStruct`` or arrays.
+      abstract_tree: the target structure: a pytree of ``jax.ShapeDtypeStruct``
+        or arrays.
 
     Returns:
-      ``(step, tree)``: the step restored and the pytree, of ``abstract_tree``'s structure.
+      ``(step, tree)``: the step restored and the pytree, of ``abstract_tree``'s
+      structure.
 
     Raises:
       FileNotFoundError: there is no checkpoint.
-      CorruptCheckpointError: every checkpoint is corrupt (each one's cause listed).
+      CorruptCheckpointError: every checkpoint is corrupt (each one's cause
+        listed).
     """
     self._manager.reload()
     steps = sorted(self._manager.all_steps(), reverse=True)
@@ -367,7 +412,9 @@ class Checkpointer:
         logging.warning(
           "%s; %s",
           e,
-          f"falling back to step {later[0]}" if later else "no earlier checkpoint is left",
+          f"falling back to step {later[0]}"
+          if later
+          else "no earlier checkpoint is left",
         )
         continue
       if failures:
@@ -390,7 +437,9 @@ class Checkpointer:
       meta = self._manager.item_metadata(step)
     except Exception as e:  # pylint: disable=broad-except  (unreadable metadata)
       raise CorruptCheckpointError(
-        step, self._step_path(step), f"its metadata cannot be read ({type(e).__name__}: {e})"
+        step,
+        self._step_path(step),
+        f"its metadata cannot be read ({type(e).__name__}: {e})",
       ) from e
     keys = set(meta.keys()) if hasattr(meta, "keys") else set()
     return keys != {_TREE, _DIGESTS}
@@ -404,23 +453,35 @@ class Checkpointer:
     try:
       legacy = self._legacy(step)
       n = len(jax.tree.leaves(target))
-      item = target if legacy else {_TREE: target, _DIGESTS: np.zeros((n, 2), np.uint32)}
-      restored = self._manager.restore(step, args=ocp.args.StandardRestore(item))
+      item = (
+        target
+        if legacy
+        else {_TREE: target, _DIGESTS: np.zeros((n, 2), np.uint32)}
+      )
+      restored = self._manager.restore(
+        step, args=ocp.args.StandardRestore(item)
+      )
     except CorruptCheckpointError as e:
       error = e
     except Exception as e:  # pylint: disable=broad-except  (orbax/tensorstore raise many types)
       error = CorruptCheckpointError(
         step,
         path,
-        "it is corrupt, incomplete, or does not match the structure of abstract_tree "
-        f"({type(e).__name__}: {str(e)[:500]})",
+        (
+          "it is corrupt, incomplete, or does not match the structure of "
+          f"abstract_tree ({type(e).__name__}: {str(e)[:500]})"
+        ),
       )
     if not _agree(error is None):
-      raise error or CorruptCheckpointError(step, path, "another process could not restore it")
+      raise error or CorruptCheckpointError(
+        step, path, "another process could not restore it"
+      )
     if legacy:
       logging.warning(
-        "checkpoint step %d at %s records no digests (written by an older version): "
-        "its values are not verified",
+        (
+          "checkpoint step %d at %s records no digests (written by an older "
+          "version): its values are not verified"
+        ),
         step,
         path,
       )
@@ -428,18 +489,24 @@ class Checkpointer:
     tree, expected = restored[_TREE], np.asarray(restored[_DIGESTS])
     bad = np.flatnonzero(np.any(tree_digests(tree) != expected, axis=1))
     if bad.size:
-      paths = [jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(tree)]
+      paths = [
+        jax.tree_util.keystr(p)
+        for p, _ in jax.tree_util.tree_leaves_with_path(tree)
+      ]
       raise CorruptCheckpointError(
         step,
         path,
-        f"{bad.size} of {len(paths)} arrays do not match the digests recorded when it was "
-        f"written ({', '.join(paths[i] or '<root>' for i in bad[:5])}"
-        f"{', ...' if bad.size > 5 else ''})",
+        (
+          f"{bad.size} of {len(paths)} arrays do not match the digests "
+          "recorded when it was written "
+          f"({', '.join(paths[i] or '<root>' for i in bad[:5])}{', ...' if bad.size > 5 else ''})"
+        ),
       )
     return tree
 
   def _move_aside(self, steps: Sequence[int]) -> None:
-    """Moves corrupt steps to ``<directory>/corrupt/`` (process 0), then every process reloads."""
+    """Moves corrupt steps to ``<directory>/corrupt/`` (process 0), then every
+    process reloads."""
     if jax.process_index() == 0:
       quarantine = self.directory / "corrupt"
       quarantine.mkdir(parents=True, exist_ok=True)
@@ -450,7 +517,9 @@ class Checkpointer:
     if jax.process_count() > 1:
       from jax.experimental import multihost_utils
 
-      multihost_utils.sync_global_devices(f"jaxpapers_checkpoint_move_aside_{self.directory}")
+      multihost_utils.sync_global_devices(
+        f"jaxpapers_checkpoint_move_aside_{self.directory}"
+      )
     self._manager.reload()
 
   def wait(self) -> None:

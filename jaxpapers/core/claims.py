@@ -1,8 +1,10 @@
-r"""Claims as data: a paper's claim, the metric that tests it, and the rule that decides.
+r"""Claims as data: a paper's claim, the metric that tests it, and the rule that
+decides.
 
-A :class:`Claim` is declared in an experiment's config *before* the run (a plain dict, so it
-lives in an ``ml_collections`` config), and :func:`judge` turns it and the run's metrics into a
-:class:`Verdict`: one of ``held``, ``partly``, ``not reproduced`` or ``inconclusive``.
+A :class:`Claim` is declared in an experiment's config *before* the run (a plain
+dict, so it lives in an ``ml_collections`` config), and :func:`judge` turns it
+and the run's metrics into a :class:`Verdict`: one of ``held``, ``partly``,
+``not reproduced`` or ``inconclusive``.
 
 The decision rule
 -----------------
@@ -14,18 +16,23 @@ or a literal number) gives the interval ``[lo, hi] = [x - h, x + h]``; without n
 "better for the claim". With ``floor = partly`` if a partly threshold is declared, else
 ``held``:
 
-1. a missing, non-numeric or NaN value (or noise) -> **inconclusive**, with the reason;
-2. ``hi < floor`` -> **not reproduced** (the whole interval misses the lowest bar);
-3. ``lo < floor`` -> **inconclusive** (the interval straddles the lowest bar: inside the noise);
+1. a missing, non-numeric or NaN value (or noise) -> **inconclusive**, with the
+   reason;
+2. ``hi < floor`` -> **not reproduced** (the whole interval misses the lowest
+   bar);
+3. ``lo < floor`` -> **inconclusive** (the interval straddles the lowest bar:
+   inside the noise);
 4. no partly threshold -> **held** (the whole interval clears ``held``);
-5. ``held_when='clears'`` (default): ``lo >= held`` -> **held**, else **partly**;
-   ``held_when='reaches'``: ``hi >= held`` -> **held** (the paper's number lies inside or below
-   the interval: not measurably short of it), else **partly**. (``held_when`` matters only
-   with a partly threshold: without one, step 4 already requires the whole interval.)
+5. ``held_when='clears'`` (default): ``lo >= held`` -> **held**, else
+   **partly**; ``held_when='reaches'``: ``hi >= held`` -> **held** (the paper's
+   number lies inside or below the interval: not measurably short of it), else
+   **partly**. (``held_when`` matters only with a partly threshold: without one,
+   step 4 already requires the whole interval.)
 
-All comparisons with a threshold are inclusive (``x >= held`` holds at equality; for
-``direction='lower'``, ``x <= held``). A claim with ``metric=None`` is declared but not tested by
-the experiment: its verdict is inconclusive, with ``note`` as the reason.
+All comparisons with a threshold are inclusive (``x >= held`` holds at equality;
+for ``direction='lower'``, ``x <= held``). A claim with ``metric=None`` is
+declared but not tested by the experiment: its verdict is inconclusive, with
+``note`` as the reason.
 
 The guards
 ----------
@@ -41,28 +48,30 @@ the setup cannot support; each is declared on the claim, before the run, and the
    If one fails, or its metric is missing, the verdict is **inconclusive** with the reason
    ``precondition failed: <why> (<metric> = <value>)``, whatever the rule said: a setup that
    cannot test a claim yields neither *held* nor *not reproduced*.
-7. ``controls``: ``{name: path}`` or ``{name: {"metric": path, "noise": path | number}}`` of
-   trivial, placebo, shuffled or oracle-free variants. Each is judged by the claim's own rule
-   (the same ``compare_to``, ``comparison``, ``direction``, ``held``, ``partly``,
-   ``held_when``); a control given as a bare path is judged on its point value (no noise
-   interval), which is the stricter test for the claim. When the claim would be *held* or
-   *partly* and a control reaches the same level or a better one, or cannot be read, the
-   verdict is **inconclusive**: ``vacuous: control <name> also clears the rule``. Each
-   control's own verdict and value are recorded beside the claim's.
-8. ``chance``: a *held* or *partly* verdict needs the whole noise interval beyond the chance
-   level, strictly, on the side the claim's ``direction`` favours; otherwise **inconclusive**
-   (``at chance``). ``chance`` is a number, compared with the claim's measured interval, or
-   ``{"value": number, "metric": path, "noise": path | number}``, compared with another
-   metric's interval (e.g. the method's own accuracy when the claim reads a difference).
+7. ``controls``: ``{name: path}`` or ``{name: {"metric": path, "noise": path |
+   number}}`` of trivial, placebo, shuffled or oracle-free variants. Each is
+   judged by the claim's own rule (the same ``compare_to``, ``comparison``,
+   ``direction``, ``held``, ``partly``, ``held_when``); a control given as a
+   bare path is judged on its point value (no noise interval), which is the
+   stricter test for the claim. When the claim would be *held* or *partly* and a
+   control reaches the same level or a better one, or cannot be read, the
+   verdict is **inconclusive**: ``vacuous: control <name> also clears the
+   rule``. Each control's own verdict and value are recorded beside the claim's.
+8. ``chance``: a *held* or *partly* verdict needs the whole noise interval
+   beyond the chance level, strictly, on the side the claim's ``direction``
+   favours; otherwise **inconclusive** (``at chance``). ``chance`` is a number,
+   compared with the claim's measured interval, or ``{"value": number, "metric":
+   path, "noise": path | number}``, compared with another metric's interval
+   (e.g. the method's own accuracy when the claim reads a difference).
 
-Guards are applied in this order; the first that fails decides. ``oracle=True`` marks a claim
-whose metric uses information a user does not have: it is judged the same way, but reports
-show its value as an upper bound, never as a paper's headline. ``baselines`` are for display
-only and decide nothing.
+Guards are applied in this order; the first that fails decides. ``oracle=True``
+marks a claim whose metric uses information a user does not have: it is judged
+the same way, but reports show its value as an upper bound, never as a paper's
+headline. ``baselines`` are for display only and decide nothing.
 
-The verdicts stored in results files are printed as a markdown table by
-``python -m jaxpapers.core.report <results.json> ...``; re-judging committed results lives in
-``experiments.reproduce --rejudge``.
+The verdicts stored in results files are printed as a markdown table by ``python
+-m jaxpapers.core.report <results.json> ...``; re-judging committed results
+lives in ``experiments.reproduce --rejudge``.
 """
 
 from __future__ import annotations
@@ -85,14 +94,18 @@ _COMPARISONS = ("difference", "ratio")
 
 
 @overload
-def _check_number(value: Any, name: str, *, optional: Literal[False] = False) -> float: ...
+def _check_number(
+  value: Any, name: str, *, optional: Literal[False] = False
+) -> float: ...
 
 
 @overload
 def _check_number(value: Any, name: str, *, optional: bool) -> float | None: ...
 
 
-def _check_number(value: Any, name: str, *, optional: bool = False) -> float | None:
+def _check_number(
+  value: Any, name: str, *, optional: bool = False
+) -> float | None:
   if value is None and optional:
     return None
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -118,7 +131,9 @@ _RANK = {HELD: 2, PARTLY: 1}
 
 def _check_path(value: Any, name: str) -> str:
   if not isinstance(value, str) or not value:
-    raise ValueError(f"{name} must be a non-empty dotted metric path, got {value!r}")
+    raise ValueError(
+      f"{name} must be a non-empty dotted metric path, got {value!r}"
+    )
   return value
 
 
@@ -142,7 +157,9 @@ def _plain(d: Any, name: str) -> Mapping[str, Any]:
 def _only_keys(d: Mapping[str, Any], allowed: Sequence[str], name: str) -> None:
   unknown = sorted(set(d) - set(allowed))
   if unknown:
-    raise ValueError(f"{name}: unknown key(s) {unknown}; allowed keys are {list(allowed)}")
+    raise ValueError(
+      f"{name}: unknown key(s) {unknown}; allowed keys are {list(allowed)}"
+    )
 
 
 def _normalise_requires(requires: Any, cid: str) -> tuple[dict[str, Any], ...]:
@@ -152,8 +169,8 @@ def _normalise_requires(requires: Any, cid: str) -> tuple[dict[str, Any], ...]:
     requires = [requires]
   if isinstance(requires, (str, bytes)) or not isinstance(requires, Sequence):
     raise TypeError(
-      f"Claim {cid!r}: requires must be a list of {{metric, op, value, why}} mappings, "
-      f"got {requires!r}"
+      f"Claim {cid!r}: requires must be a list of {{metric, op, value, "
+      f"why}} mappings, got {requires!r}"
     )
   out = []
   for i, r in enumerate(requires):
@@ -163,12 +180,17 @@ def _normalise_requires(requires: Any, cid: str) -> tuple[dict[str, Any], ...]:
     missing = [k for k in _REQUIRE_KEYS if k not in r]
     if missing:
       raise ValueError(
-        f"{where}: missing key(s) {missing}; each precondition needs {_REQUIRE_KEYS}"
+        f"{where}: missing key(s) {missing}; each precondition needs "
+        f"{_REQUIRE_KEYS}"
       )
     if r["op"] not in _OPS:
-      raise ValueError(f"{where}: op must be one of {list(_OPS)}, got {r['op']!r}")
+      raise ValueError(
+        f"{where}: op must be one of {list(_OPS)}, got {r['op']!r}"
+      )
     if not isinstance(r["why"], str) or not r["why"].strip():
-      raise ValueError(f"{where}: why must say in words what the precondition shows")
+      raise ValueError(
+        f"{where}: why must say in words what the precondition shows"
+      )
     req = {
       "metric": _check_path(r["metric"], f"{where}.metric"),
       "op": r["op"],
@@ -189,7 +211,9 @@ def _normalise_controls(controls: Any, cid: str) -> dict[str, dict[str, Any]]:
   for name, spec in controls.items():
     where = f"Claim {cid!r}: controls[{name!r}]"
     if not isinstance(name, str) or not name:
-      raise ValueError(f"Claim {cid!r}: control names must be non-empty strings, got {name!r}")
+      raise ValueError(
+        f"Claim {cid!r}: control names must be non-empty strings, got {name!r}"
+      )
     if isinstance(spec, str):
       spec = {"metric": spec}
     spec = _plain(spec, where)
@@ -216,14 +240,17 @@ def _normalise_chance(chance: Any, cid: str) -> dict[str, Any] | None:
   metric = chance.get("metric")
   return {
     "value": _check_number(chance["value"], f"{where}.value"),
-    "metric": None if metric is None else _check_path(metric, f"{where}.metric"),
+    "metric": None
+    if metric is None
+    else _check_path(metric, f"{where}.metric"),
     "noise": _check_noise(chance.get("noise"), f"{where}.noise"),
   }
 
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-  """One claim of a paper and the rule that decides it (see the module docstring).
+  """One claim of a paper and the rule that decides it (see the module
+  docstring).
 
   Each argument is kept as the field of the same name.
 
@@ -231,27 +258,33 @@ class Claim:
     id: short identifier, unique within an experiment (e.g. ``'mean_gain'``).
     statement: the paper's claim, in words.
     paper_value: the paper's number, if it states one.
-    paper_text: how the paper states it, with where (e.g. ``'+5.18 pp, Table 2'``).
-    metric: dotted path into the run's metrics (``'headline.fd'``; a key that itself contains
-      dots or slashes is matched whole, longest key first; list items by integer index), or
-      None for a claim the experiment cannot test.
+    paper_text: how the paper states it, with where (e.g.
+      ``'+5.18 pp, Table 2'``).
+    metric: dotted path into the run's metrics (``'headline.fd'``; a key that
+      itself contains dots or slashes is matched whole, longest key first; list
+      items by integer index), or None for a claim the experiment cannot test.
     direction: ``'higher'`` or ``'lower'``: which way supports the claim.
     held: threshold for *held*.
     partly: optional threshold for *partly* (on the weaker side of ``held``).
-    held_when: ``'clears'`` (the whole noise interval must clear ``held``) or ``'reaches'``
-      (the interval must reach it; for "reproduces the paper's number" claims).
+    held_when: ``'clears'`` (the whole noise interval must clear ``held``) or
+      ``'reaches'`` (the interval must reach it; for "reproduces the paper's
+      number" claims).
     noise: half-width of the noise interval: a metric path, a number, or None.
     compare_to: optional metric path of a reference value.
-    comparison: ``'difference'`` (metric - reference) or ``'ratio'`` (metric / reference).
-    requires: preconditions ``{metric, op, value, why[, minus]}`` that show the setup can test the
-      claim; one that fails or is missing makes the verdict inconclusive.
-    controls: ``{name: path | {metric, noise}}``: variants judged by the same rule; one that
-      clears it makes a held or partly verdict inconclusive (vacuous).
-    chance: the chance level (a number, or ``{value, metric, noise}``): a held or partly
-      verdict needs the whole interval beyond it.
-    oracle: True when the metric uses information a user does not have (an upper bound).
-    baselines: ``{name: metric path}`` of trivial baselines reported beside the verdict
-      (display only).
+    comparison: ``'difference'`` (metric - reference) or ``'ratio'`` (metric /
+      reference).
+    requires: preconditions ``{metric, op, value, why[, minus]}`` that show the
+      setup can test the claim; one that fails or is missing makes the verdict
+      inconclusive.
+    controls: ``{name: path | {metric, noise}}``: variants judged by the same
+      rule; one that clears it makes a held or partly verdict inconclusive
+      (vacuous).
+    chance: the chance level (a number, or ``{value, metric, noise}``): a held
+      or partly verdict needs the whole interval beyond it.
+    oracle: True when the metric uses information a user does not have (an upper
+      bound).
+    baselines: ``{name: metric path}`` of trivial baselines reported beside the
+      verdict (display only).
     unit: unit of the measured value, for display.
     fmt: format spec of the measured value (``'.3g'``).
     note: scale caveats, or why the claim is not tested.
@@ -282,48 +315,69 @@ class Claim:
     if not isinstance(self.id, str) or not self.id:
       raise ValueError(f"Claim.id must be a non-empty string, got {self.id!r}")
     if not isinstance(self.statement, str) or not self.statement:
-      raise ValueError(f"Claim {self.id!r}: statement must be a non-empty string")
+      raise ValueError(
+        f"Claim {self.id!r}: statement must be a non-empty string"
+      )
     if self.direction not in _DIRECTIONS:
       raise ValueError(
-        f"Claim {self.id!r}: direction must be one of {list(_DIRECTIONS)}, got {self.direction!r}"
+        f"Claim {self.id!r}: direction must be one of {list(_DIRECTIONS)}, "
+        f"got {self.direction!r}"
       )
     if self.held_when not in _HELD_WHEN:
       raise ValueError(
-        f"Claim {self.id!r}: held_when must be one of {list(_HELD_WHEN)}, got {self.held_when!r}"
+        f"Claim {self.id!r}: held_when must be one of {list(_HELD_WHEN)}, "
+        f"got {self.held_when!r}"
       )
     if self.comparison not in _COMPARISONS:
       raise ValueError(
         f"Claim {self.id!r}: comparison must be one of {list(_COMPARISONS)}, "
         f"got {self.comparison!r}"
       )
-    if self.metric is not None and (not isinstance(self.metric, str) or not self.metric):
+    if self.metric is not None and (
+      not isinstance(self.metric, str) or not self.metric
+    ):
       raise ValueError(
-        f"Claim {self.id!r}: metric must be a non-empty dotted path or None, got {self.metric!r}"
+        f"Claim {self.id!r}: metric must be a non-empty dotted path or None, "
+        f"got {self.metric!r}"
       )
     if self.metric is not None:
       held = _check_number(self.held, f"Claim {self.id!r}: held")
-      partly = _check_number(self.partly, f"Claim {self.id!r}: partly", optional=True)
+      partly = _check_number(
+        self.partly, f"Claim {self.id!r}: partly", optional=True
+      )
       if partly is not None:
-        weaker = partly <= held if self.direction == "higher" else partly >= held
+        weaker = (
+          partly <= held if self.direction == "higher" else partly >= held
+        )
         if not weaker:
           raise ValueError(
-            f"Claim {self.id!r}: partly ({partly:g}) must be on the weaker side of held "
-            f"({held:g}) for direction={self.direction!r}"
+            f"Claim {self.id!r}: partly ({partly:g}) must be on the weaker "
+            f"side of held ({held:g}) for direction={self.direction!r}"
           )
-    _check_number(self.paper_value, f"Claim {self.id!r}: paper_value", optional=True)
+    _check_number(
+      self.paper_value, f"Claim {self.id!r}: paper_value", optional=True
+    )
     _check_noise(self.noise, f"Claim {self.id!r}: noise")
     if not isinstance(self.oracle, bool):
-      raise TypeError(f"Claim {self.id!r}: oracle must be True or False, got {self.oracle!r}")
+      raise TypeError(
+        f"Claim {self.id!r}: oracle must be True or False, got {self.oracle!r}"
+      )
     if not isinstance(self.baselines, Mapping):
-      raise TypeError(f"Claim {self.id!r}: baselines must be a mapping name -> metric path")
+      raise TypeError(
+        f"Claim {self.id!r}: baselines must be a mapping name -> metric path"
+      )
     object.__setattr__(self, "baselines", dict(self.baselines))
-    object.__setattr__(self, "requires", _normalise_requires(self.requires, self.id))
-    object.__setattr__(self, "controls", _normalise_controls(self.controls, self.id))
+    object.__setattr__(
+      self, "requires", _normalise_requires(self.requires, self.id)
+    )
+    object.__setattr__(
+      self, "controls", _normalise_controls(self.controls, self.id)
+    )
     object.__setattr__(self, "chance", _normalise_chance(self.chance, self.id))
     if self.metric is None and (self.requires or self.controls or self.chance):
       raise ValueError(
-        f"Claim {self.id!r}: a claim without a metric is not tested, so it cannot have "
-        "requires, controls or chance"
+        f"Claim {self.id!r}: a claim without a metric is not tested, "
+        "so it cannot have requires, controls or chance"
       )
 
   @classmethod
@@ -366,8 +420,9 @@ class Claim:
     """The decision rule in one line.
 
     Returns:
-      e.g. ``'gain: held if >= 5.18 by the whole interval; not reproduced if < 5.18; ...'``,
-      or ``'not tested by this experiment'`` for a claim without a metric.
+      e.g. ``'gain: held if >= 5.18 by the whole interval; not reproduced if <
+      5.18; ...'``, or ``'not tested by this experiment'`` for a claim without a
+      metric.
     """
     if self.metric is None:
       return "not tested by this experiment"
@@ -376,13 +431,18 @@ class Claim:
     what = (
       self.metric
       if self.compare_to is None
-      else (f"{self.metric} {'-' if self.comparison == 'difference' else '/'} {self.compare_to}")
+      else (
+        f"{self.metric} {'-' if self.comparison == 'difference' else '/'} "
+        f"{self.compare_to}"
+      )
     )
     end = (
       ""
       if self.noise is None
       else (
-        " by the whole interval" if self.held_when == "clears" else " by the interval's best end"
+        " by the whole interval"
+        if self.held_when == "clears"
+        else " by the interval's best end"
       )
     )
     parts = [f"{what}: held if {op} {self.held:g}{end}"]
@@ -391,12 +451,16 @@ class Claim:
     floor = self.partly if self.partly is not None else self.held
     parts.append(f"not reproduced if {miss} {floor:g}")
     if self.noise is not None:
-      parts.append(f"noise ± {self.noise}; straddling {floor:g} is inconclusive")
+      parts.append(
+        f"noise ± {self.noise}; straddling {floor:g} is inconclusive"
+      )
     for r in self.requires:
       minus = f" - {r['minus']}" if "minus" in r else ""
       parts.append(f"requires {r['metric']}{minus} {r['op']} {r['value']:g}")
     if self.controls:
-      parts.append(f"controls judged by the same rule: {', '.join(self.controls)}")
+      parts.append(
+        f"controls judged by the same rule: {', '.join(self.controls)}"
+      )
     if self.chance is not None:
       beyond = ">" if self.direction == "higher" else "<"
       on = self.chance["metric"] or "the interval"
@@ -414,16 +478,18 @@ class Verdict:
     claim_id: the claim's id.
     verdict: one of :data:`VERDICTS`.
     measured: the measured value (after ``compare_to``), or None when missing.
-    noise: the noise half-width used (0.0 without noise), or None when unavailable.
+    noise: the noise half-width used (0.0 without noise), or None when
+      unavailable.
     reason: one line saying why (naming the guard that decided, if one did).
     baselines: ``{name: value or None}`` for the claim's trivial baselines.
-    guard: what decided: ``'rule'``, ``'requires'``, ``'controls'``, ``'chance'``,
-      ``'missing'`` (the value could not be read) or ``'untested'`` (no metric).
-    rule_verdict: the verdict of the rule alone, before the guards (None when untested or
-      missing).
+    guard: what decided: ``'rule'``, ``'requires'``, ``'controls'``,
+      ``'chance'``, ``'missing'`` (the value could not be read) or
+      ``'untested'`` (no metric).
+    rule_verdict: the verdict of the rule alone, before the guards (None when
+      untested or missing).
     requires: each precondition with its measured value and ``ok``.
-    controls: ``{name: {metric, verdict, measured, noise, reason}}``: each control judged by
-      the claim's rule.
+    controls: ``{name: {metric, verdict, measured, noise, reason}}``: each
+      control judged by the claim's rule.
     chance: ``{value, metric, lo, hi, ok}`` when a chance level is declared.
     oracle: the claim's ``oracle`` flag.
   """
@@ -433,17 +499,23 @@ class Verdict:
   measured: float | None
   noise: float | None
   reason: str
-  baselines: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+  baselines: Mapping[str, float | None] = dataclasses.field(
+    default_factory=dict
+  )
   guard: str = "rule"
   rule_verdict: str | None = None
   requires: Sequence[Mapping[str, Any]] = ()
-  controls: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+  controls: Mapping[str, Mapping[str, Any]] = dataclasses.field(
+    default_factory=dict
+  )
   chance: Mapping[str, Any] | None = None
   oracle: bool = False
 
   def __post_init__(self):
     if self.verdict not in VERDICTS:
-      raise ValueError(f"Verdict.verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
+      raise ValueError(
+        f"Verdict.verdict must be one of {list(VERDICTS)}, got {self.verdict!r}"
+      )
 
   def to_dict(self) -> dict[str, Any]:
     """The verdict as plain JSON-able data.
@@ -463,9 +535,9 @@ class _Missing(Exception):
 def lookup(metrics: Any, path: str) -> Any:
   """Value at a dotted ``path`` in nested mappings/lists.
 
-  At each mapping the longest key equal to the remaining path or followed by ``'.'`` is taken,
-  so keys such as ``'student/vs_gt/depth_delta1.25'`` are matched whole. List items are addressed
-  by integer index.
+  At each mapping the longest key equal to the remaining path or followed by
+  ``'.'`` is taken, so keys such as ``'student/vs_gt/depth_delta1.25'`` are
+  matched whole. List items are addressed by integer index.
 
   Raises:
     KeyError: naming the part of the path that was not found.
@@ -473,14 +545,23 @@ def lookup(metrics: Any, path: str) -> Any:
   cur, rest, walked = metrics, path, []
   while True:
     if isinstance(cur, Mapping):
-      keys = [k for k in cur if isinstance(k, str) and (rest == k or rest.startswith(k + "."))]
+      keys = [
+        k
+        for k in cur
+        if isinstance(k, str) and (rest == k or rest.startswith(k + "."))
+      ]
       if not keys:
-        raise KeyError(f"{path!r}: no key for {rest!r} under {'.'.join(walked) or 'the metrics'}")
+        raise KeyError(
+          f"{path!r}: no key for {rest!r} under "
+          f"{'.'.join(walked) or 'the metrics'}"
+        )
       key = max(keys, key=len)
     elif isinstance(cur, (list, tuple)):
       key = rest.split(".", 1)[0]
       if not key.lstrip("-").isdigit() or not -len(cur) <= int(key) < len(cur):
-        raise KeyError(f"{path!r}: {key!r} is not an index of a list of {len(cur)}")
+        raise KeyError(
+          f"{path!r}: {key!r} is not an index of a list of {len(cur)}"
+        )
       cur = cur[int(key)]
       walked.append(key)
       rest = rest[len(key) + 1 :]
@@ -488,7 +569,9 @@ def lookup(metrics: Any, path: str) -> Any:
         return cur
       continue
     else:
-      raise KeyError(f"{path!r}: {'.'.join(walked)} is a {type(cur).__name__}, not a mapping")
+      raise KeyError(
+        f"{path!r}: {'.'.join(walked)} is a {type(cur).__name__}, not a mapping"
+      )
     cur = cur[key]
     walked.append(key)
     rest = rest[len(key) + 1 :]
@@ -523,21 +606,26 @@ def _fmt(x: float, spec: str) -> str:
 def _half_width(metrics: Mapping[str, Any], noise: str | float | None) -> float:
   if noise is None:
     return 0.0
-  h = _number(metrics, noise, "noise") if isinstance(noise, str) else float(noise)
+  h = (
+    _number(metrics, noise, "noise") if isinstance(noise, str) else float(noise)
+  )
   if h < 0:
     raise _Missing(f"noise {noise!r} is negative ({h:g})")
   return h
 
 
 def _value(claim: Claim, metrics: Mapping[str, Any], metric: str) -> float:
-  """The value at ``metric`` after the claim's ``compare_to`` (difference or ratio)."""
+  """The value at ``metric`` after the claim's ``compare_to`` (difference or
+  ratio)."""
   x = _number(metrics, metric, "metric")
   if claim.compare_to is not None:
     ref = _number(metrics, claim.compare_to, "reference")
     if claim.comparison == "difference":
       x = x - ref
     elif ref == 0:
-      raise _Missing(f"reference {claim.compare_to!r} is 0, the ratio is undefined")
+      raise _Missing(
+        f"reference {claim.compare_to!r} is 0, the ratio is undefined"
+      )
     else:
       x = x / ref
   if math.isnan(x):
@@ -554,12 +642,17 @@ def _rule(claim: Claim, x: float, h: float) -> tuple[str, str]:
   held = s * claim.held
   partly = None if claim.partly is None else s * claim.partly
   floor = held if partly is None else partly
-  sh = f"{_fmt(x, claim.fmt)}" + ("" if h == 0 else f" ± {_fmt(h, claim.fmt.replace('+', ''))}")
+  sh = f"{_fmt(x, claim.fmt)}" + (
+    "" if h == 0 else f" ± {_fmt(h, claim.fmt.replace('+', ''))}"
+  )
   op = ">=" if s > 0 else "<="
   floor_txt = f"{claim.held if partly is None else claim.partly:g}"
   if hi < floor:
     level = "held" if partly is None else "partly"
-    return NOT_REPRODUCED, f"{sh} misses {floor_txt} ({level} needs {op} {floor_txt})"
+    return (
+      NOT_REPRODUCED,
+      f"{sh} misses {floor_txt} ({level} needs {op} {floor_txt})",
+    )
   if lo < floor:
     return INCONCLUSIVE, f"{sh} straddles {floor_txt}: inside the noise"
   if partly is None:
@@ -569,14 +662,20 @@ def _rule(claim: Claim, x: float, h: float) -> tuple[str, str]:
       return HELD, f"{sh} {op} {claim.held:g}"
     return HELD, f"{sh} reaches {claim.held:g}"
   if claim.held_when == "reaches" and h > 0:
-    return PARTLY, f"{sh} clears {claim.partly:g} but does not reach {claim.held:g}"
+    return (
+      PARTLY,
+      f"{sh} clears {claim.partly:g} but does not reach {claim.held:g}",
+    )
   return PARTLY, f"{sh} {op} {claim.partly:g} but not {op} {claim.held:g}" + (
     " by the whole interval" if h > 0 else ""
   )
 
 
-def _check_requires(claim: Claim, metrics: Mapping[str, Any]) -> tuple[list[dict], str | None]:
-  """Each precondition with its value and ``ok``; the reason of the first that fails."""
+def _check_requires(
+  claim: Claim, metrics: Mapping[str, Any]
+) -> tuple[list[dict], str | None]:
+  """Each precondition with its value and ``ok``; the reason of the first that
+  fails."""
   out, failed = [], None
   for r in claim.requires:
     what = r["metric"] + (f" - {r['minus']}" if "minus" in r else "")
@@ -590,18 +689,25 @@ def _check_requires(claim: Claim, metrics: Mapping[str, Any]) -> tuple[list[dict
       v, ok, shown = None, False, f"missing: {e}"
     out.append({**r, "measured": v, "ok": ok})
     if not ok and failed is None:
-      failed = f"precondition failed: {r['why']} ({what} = {shown}; needs {r['op']} {r['value']:g})"
+      failed = (
+        f"precondition failed: {r['why']} ({what} = {shown}; "
+        f"needs {r['op']} {r['value']:g})"
+      )
   return out, failed
 
 
 def _judge_controls(
   claim: Claim, metrics: Mapping[str, Any], level: str | None
 ) -> tuple[dict[str, dict], str | None]:
-  """Each control judged by the claim's rule; the reason when one clears ``level``'s rank."""
+  """Each control judged by the claim's rule; the reason when one clears
+  ``level``'s rank."""
   out, vacuous = {}, None
   for name, spec in claim.controls.items():
     try:
-      x, h = _value(claim, metrics, spec["metric"]), _half_width(metrics, spec["noise"])
+      x, h = (
+        _value(claim, metrics, spec["metric"]),
+        _half_width(metrics, spec["noise"]),
+      )
       verdict, why = _rule(claim, x, h)
     except _Missing as e:
       x, h, verdict, why = None, None, None, f"could not be read: {e}"
@@ -617,7 +723,9 @@ def _judge_controls(
     if verdict is None:
       vacuous = f"vacuous: control {name} cannot be judged ({why})"
     elif _RANK.get(verdict, 0) >= _RANK[level]:
-      vacuous = f"vacuous: control {name} also clears the rule ({verdict}: {why})"
+      vacuous = (
+        f"vacuous: control {name} also clears the rule ({verdict}: {why})"
+      )
   return out, vacuous
 
 
@@ -633,7 +741,10 @@ def _check_chance(
       hv = _half_width(metrics, c["noise"])
   except _Missing as e:
     rec = {**c, "lo": None, "hi": None, "ok": False}
-    return rec, f"at chance: the value to compare with chance {c['value']:g} is missing ({e})"
+    return rec, (
+      f"at chance: the value to compare with chance {c['value']:g} is missing "
+      f"({e})"
+    )
   lo, hi = v - hv, v + hv
   ok = lo > c["value"] if claim.direction == "higher" else hi < c["value"]
   rec = {**c, "lo": lo, "hi": hi, "ok": ok}
@@ -642,13 +753,16 @@ def _check_chance(
   what = c["metric"] or "the measured interval"
   side = "above" if claim.direction == "higher" else "below"
   return rec, (
-    f"at chance: {what} [{_fmt(lo, '.4g')}, {_fmt(hi, '.4g')}] is not wholly {side} "
-    f"chance {c['value']:g}"
+    f"at chance: {what} [{_fmt(lo, '.4g')}, {_fmt(hi, '.4g')}] is not wholly "
+    f"{side} chance {c['value']:g}"
   )
 
 
-def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdict:
-  """Decides ``claim`` on ``metrics`` (pure; see the module docstring for the rule and guards).
+def judge(
+  claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]
+) -> Verdict:
+  """Decides ``claim`` on ``metrics`` (pure; see the module docstring for the
+  rule and guards).
 
   Args:
     claim: a :class:`Claim` or its dict form.
@@ -667,19 +781,33 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
       base[name] = None
   common: dict[str, Any] = {"baselines": base, "oracle": claim.oracle}
   if claim.metric is None:
-    why = "not tested by this experiment" + (f": {claim.note}" if claim.note else "")
-    return Verdict(claim.id, INCONCLUSIVE, None, None, why, guard="untested", **common)
+    why = "not tested by this experiment" + (
+      f": {claim.note}" if claim.note else ""
+    )
+    return Verdict(
+      claim.id, INCONCLUSIVE, None, None, why, guard="untested", **common
+    )
   requires, failed = _check_requires(claim, metrics)
   common["requires"] = requires
   x = None
   try:
-    x = _value(claim, metrics, claim.metric)  # measured, even if the noise is missing
+    # measured, even if the noise is missing
+    x = _value(claim, metrics, claim.metric)
     h = _half_width(metrics, claim.noise)
   except _Missing as e:
     controls, _ = _judge_controls(claim, metrics, None)
     why = str(e) if failed is None else f"{failed}; and {e}"
     guard = "missing" if failed is None else "requires"
-    return Verdict(claim.id, INCONCLUSIVE, x, None, why, guard=guard, controls=controls, **common)
+    return Verdict(
+      claim.id,
+      INCONCLUSIVE,
+      x,
+      None,
+      why,
+      guard=guard,
+      controls=controls,
+      **common,
+    )
   rule_verdict, why = _rule(claim, x, h)
   controls, vacuous = _judge_controls(claim, metrics, rule_verdict)
   chance, at_chance = (None, None)
@@ -688,9 +816,17 @@ def judge(claim: Claim | Mapping[str, Any], metrics: Mapping[str, Any]) -> Verdi
     if rule_verdict not in _RANK:
       at_chance = None
   verdict, guard = rule_verdict, "rule"
-  for name, blocked in (("requires", failed), ("controls", vacuous), ("chance", at_chance)):
+  for name, blocked in (
+    ("requires", failed),
+    ("controls", vacuous),
+    ("chance", at_chance),
+  ):
     if blocked is not None:  # the first guard that fails decides
-      verdict, guard, why = INCONCLUSIVE, name, f"{blocked} (the rule alone: {rule_verdict}, {why})"
+      verdict, guard, why = (
+        INCONCLUSIVE,
+        name,
+        f"{blocked} (the rule alone: {rule_verdict}, {why})",
+      )
       break
   return Verdict(
     claim.id,
@@ -720,7 +856,9 @@ def parse_claims(claims: Any) -> list[Claim]:
   """
   if claims is None:
     return []
-  if isinstance(claims, (Claim, Mapping)) and not isinstance(claims, (list, tuple)):
+  if isinstance(claims, (Claim, Mapping)) and not isinstance(
+    claims, (list, tuple)
+  ):
     claims = [claims]
   out = [c if isinstance(c, Claim) else Claim.from_dict(c) for c in claims]
   ids = [c.id for c in out]
@@ -735,8 +873,8 @@ def judge_all(
 ) -> list[dict[str, Any]]:
   """The ``claims`` block of results.json: each claim, its rule and its verdict.
 
-  With ``issue_verdicts=False`` (smoke runs) the measured values are recorded but the verdict
-  is None: a run too small to test a claim issues no verdict.
+  With ``issue_verdicts=False`` (smoke runs) the measured values are recorded
+  but the verdict is None: a run too small to test a claim issues no verdict.
 
   Args:
     claims: what :func:`parse_claims` accepts.
@@ -744,7 +882,8 @@ def judge_all(
     issue_verdicts: whether to record the verdicts.
 
   Returns:
-    one dict per claim: ``{'claim': Claim.to_dict(), 'rule': describe_rule(), **Verdict.to_dict()}``.
+    one dict per claim: ``{'claim': Claim.to_dict(), 'rule': describe_rule(),
+    **Verdict.to_dict()}``.
   """
   out = []
   for c in parse_claims(claims):
@@ -752,7 +891,9 @@ def judge_all(
     rec = {"claim": c.to_dict(), "rule": c.describe_rule(), **v.to_dict()}
     if not issue_verdicts:
       rec["verdict"] = None
-      rec["reason"] = "no verdict: this config does not test the claim (smoke setting)"
+      rec["reason"] = (
+        "no verdict: this config does not test the claim (smoke setting)"
+      )
     out.append(rec)
   return out
 

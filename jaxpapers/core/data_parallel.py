@@ -35,7 +35,10 @@ def _data_sharding(mesh: Mesh | NamedSharding) -> NamedSharding:
     return mesh
   if isinstance(mesh, Mesh):
     return mesh_lib.data_sharding(mesh)
-  raise TypeError(f"mesh must be a jax.sharding.Mesh or NamedSharding, got {type(mesh).__name__}")
+  raise TypeError(
+    "mesh must be a jax.sharding.Mesh or NamedSharding, "
+    f"got {type(mesh).__name__}"
+  )
 
 
 def _data_axis_size(sharding: NamedSharding) -> int:
@@ -46,7 +49,9 @@ def _data_axis_size(sharding: NamedSharding) -> int:
   return int(np.prod([sharding.mesh.shape[a] for a in axes]))
 
 
-def process_batch_indices(global_batch_size: int, mesh: Mesh | NamedSharding) -> np.ndarray:
+def process_batch_indices(
+  global_batch_size: int, mesh: Mesh | NamedSharding
+) -> np.ndarray:
   """The rows of a global batch that this process's devices hold.
 
   Args:
@@ -77,19 +82,25 @@ def process_batch_indices(global_batch_size: int, mesh: Mesh | NamedSharding) ->
       f"of the data axis, got {global_batch_size!r}"
     )
   rows = set()
-  for index in sharding.addressable_devices_indices_map((int(global_batch_size),)).values():
+  for index in sharding.addressable_devices_indices_map(
+    (int(global_batch_size),)
+  ).values():
     if index is None:  # a NamedSharding gives every device its slice
       raise RuntimeError(f"{sharding} gives a device no slice of the batch")
     rows.update(range(*index[0].indices(int(global_batch_size))))
   return np.asarray(sorted(rows), dtype=np.int64)
 
 
-def process_batch_slice(global_batch_size: int, mesh: Mesh | NamedSharding) -> slice:
-  """:func:`process_batch_indices` as a ``slice``, for readers that take a range.
+def process_batch_slice(
+  global_batch_size: int, mesh: Mesh | NamedSharding
+) -> slice:
+  """:func:`process_batch_indices` as a ``slice``, for readers that take a
+  range.
 
   Args:
     global_batch_size: ``B``, the batch size over all processes.
-    mesh: the mesh (its first axis shards the batch) or the batch's ``NamedSharding``.
+    mesh: the mesh (its first axis shards the batch) or the batch's
+      ``NamedSharding``.
 
   Returns:
     ``slice(start, stop)`` of the global rows this process holds.
@@ -110,7 +121,9 @@ def process_batch_slice(global_batch_size: int, mesh: Mesh | NamedSharding) -> s
 
 
 def host_local_batch_to_global(
-  local_batch: Any, mesh: Mesh | NamedSharding, global_batch_size: int | None = None
+  local_batch: Any,
+  mesh: Mesh | NamedSharding,
+  global_batch_size: int | None = None,
 ) -> Any:
   """Assembles each process's rows into one global batch sharded over the mesh.
 
@@ -136,31 +149,43 @@ def host_local_batch_to_global(
     return local_batch
   if global_batch_size is None:
     n = _data_axis_size(sharding)
-    local_blocks = len(process_batch_indices(n, sharding))  # data-axis blocks on this process
+    # data-axis blocks on this process
+    local_blocks = len(process_batch_indices(n, sharding))
     first = np.shape(leaves[0])
     if not first:
-      raise ValueError("local_batch leaves must have a leading (batch) axis, got a scalar")
+      raise ValueError(
+        "local_batch leaves must have a leading (batch) axis, got a scalar"
+      )
     global_batch_size = int(first[0]) * n // local_blocks
   expected = len(process_batch_indices(global_batch_size, sharding))
 
   def put(path, x):
     if isinstance(x, jax.Array) and not x.is_fully_addressable:
-      raise ValueError(f"local_batch leaf {jax.tree_util.keystr(path)} is already a global array")
+      raise ValueError(
+        f"local_batch leaf {jax.tree_util.keystr(path)} is already a global "
+        "array"
+      )
     x = np.asarray(x)
     if x.ndim == 0 or x.shape[0] != expected:
       raise ValueError(
-        f"local_batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; its leading axis "
-        f"must hold this process's {expected} rows of the global batch of {global_batch_size}"
+        f"local_batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; "
+        f"its leading axis must hold this process's {expected} rows of the "
+        f"global batch of {global_batch_size}"
       )
-    return jax.make_array_from_process_local_data(sharding, x, (global_batch_size,) + x.shape[1:])
+    return jax.make_array_from_process_local_data(
+      sharding, x, (global_batch_size,) + x.shape[1:]
+    )
 
   return jax.tree_util.tree_map_with_path(put, local_batch)
 
 
 def load_global_batch(
-  read_rows: Callable[[np.ndarray], Any], global_batch_size: int, mesh: Mesh | NamedSharding
+  read_rows: Callable[[np.ndarray], Any],
+  global_batch_size: int,
+  mesh: Mesh | NamedSharding,
 ) -> Any:
-  """Reads this process's rows with ``read_rows`` and assembles the global batch.
+  """Reads this process's rows with ``read_rows`` and assembles the global
+  batch.
 
   Args:
     read_rows: ``rows -> local batch``: given the global row indices of

@@ -66,12 +66,15 @@ _SLURM_VARS = (
 _initialized = False
 
 
-def resolve_mode(mode: str | None = None, environ: Mapping[str, str] | None = None) -> str:
-  """The distributed mode: ``mode`` if given, else ``$JAXPAPERS_DISTRIBUTED``, else ``auto``.
+def resolve_mode(
+  mode: str | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+  """The distributed mode: ``mode`` if given, else ``$JAXPAPERS_DISTRIBUTED``,
+  else ``auto``.
 
   Args:
-    mode: ``"auto"``, ``"on"`` or ``"off"`` (or an alias: ``1/0``, ``true/false``,
-      ``yes/no``); ``None`` defers to the environment.
+    mode: ``"auto"``, ``"on"`` or ``"off"`` (or an alias: ``1/0``,
+      ``true/false``, ``yes/no``); ``None`` defers to the environment.
     environ: the environment to read (``os.environ`` by default).
 
   Returns:
@@ -85,7 +88,9 @@ def resolve_mode(mode: str | None = None, environ: Mapping[str, str] | None = No
   raw = mode if mode is not None else environ.get(ENV_VAR, "")
   resolved = _ALIASES.get(str(raw).strip().lower())
   if resolved is None:
-    raise ValueError(f"{source} must be one of auto|on|off (or 1/0, true/false), got {raw!r}")
+    raise ValueError(
+      f"{source} must be one of auto|on|off (or 1/0, true/false), got {raw!r}"
+    )
   return resolved
 
 
@@ -99,14 +104,18 @@ def _int_env(environ: Mapping[str, str], name: str) -> int | None:
     raise ValueError(f"${name} must be an integer, got {value!r}") from None
 
 
-def explicit_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def explicit_settings(
+  environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
   """``jax.distributed.initialize`` keyword arguments given by the environment.
 
-  Reads ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``;
-  unset ones are left out (JAX then detects them from the cluster, if any).
+  Reads ``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES`` and
+  ``JAX_PROCESS_ID``; unset ones are left out (JAX then detects them from the
+  cluster, if any).
 
   Raises:
-    ValueError: if a count or an id is not an integer, or the id is out of range.
+    ValueError: if a count or an id is not an integer, or the id is out of
+      range.
   """
   environ = os.environ if environ is None else environ
   kwargs: dict[str, Any] = {}
@@ -120,7 +129,9 @@ def explicit_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any
     kwargs["num_processes"] = num
   if pid is not None:
     if pid < 0 or (num is not None and pid >= num):
-      raise ValueError(f"${PROCESS_ID_ENV} must be in [0, ${NUM_PROCESSES_ENV}), got {pid}")
+      raise ValueError(
+        f"${PROCESS_ID_ENV} must be in [0, ${NUM_PROCESSES_ENV}), got {pid}"
+      )
     kwargs["process_id"] = pid
   return kwargs
 
@@ -165,7 +176,11 @@ def detect_cluster(environ: Mapping[str, str] | None = None) -> str | None:
     return "slurm"
   if "OMPI_MCA_orte_hnp_uri" in environ and count("OMPI_COMM_WORLD_SIZE") > 1:
     return "ompi"
-  hosts = environ.get("TPU_PROCESS_ADDRESSES") or environ.get("TPU_WORKER_HOSTNAMES") or ""
+  hosts = (
+    environ.get("TPU_PROCESS_ADDRESSES")
+    or environ.get("TPU_WORKER_HOSTNAMES")
+    or ""
+  )
   if len([h for h in hosts.split(",") if h.strip()]) > 1:
     return "gketpu"
   if (
@@ -183,7 +198,8 @@ class DistributedInfo:
 
   Attributes:
     mode: the resolved mode (``auto``, ``on``, ``off``).
-    initialized: whether ``jax.distributed.initialize`` was called (now or before).
+    initialized: whether ``jax.distributed.initialize`` was called (now or
+      before).
     cluster: the detected environment (see :func:`detect_cluster`) or ``None``.
     kwargs: the explicit arguments passed to ``jax.distributed.initialize``.
   """
@@ -200,15 +216,16 @@ def maybe_initialize_distributed(
   """Calls ``jax.distributed.initialize()`` once, when the mode asks for it.
 
   Call it before anything creates a JAX array or asks for devices. With
-  ``mode=None`` the mode is ``$JAXPAPERS_DISTRIBUTED`` (default ``auto``); see the
-  module docstring for the modes and the environment variables read.
+  ``mode=None`` the mode is ``$JAXPAPERS_DISTRIBUTED`` (default ``auto``); see
+  the module docstring for the modes and the environment variables read.
 
   Args:
     mode: ``"auto"``, ``"on"``, ``"off"`` or ``None``.
     environ: the environment to read (``os.environ`` by default).
 
   Returns:
-    Whether the distributed runtime is initialised (by this call or an earlier one).
+    Whether the distributed runtime is initialised (by this call or an earlier
+    one).
   """
   return initialize(mode, environ=environ).initialized
 
@@ -229,7 +246,10 @@ def initialize(
   # Multi-process CPU jobs need a cross-process collectives library; it only
   # affects the CPU client and must be chosen before a backend starts.
   try:
-    if jax.config.values.get("jax_cpu_collectives_implementation") in (None, "none"):
+    if jax.config.values.get("jax_cpu_collectives_implementation") in (
+      None,
+      "none",
+    ):
       jax.config.update("jax_cpu_collectives_implementation", "gloo")
   except AttributeError:  # pragma: no cover - option absent in this JAX
     pass
@@ -244,7 +264,8 @@ def initialize(
   except Exception as e:
     if mode == "auto":
       hint = (
-        f" (detected a {cluster} job; run with --distributed=off or {ENV_VAR}=off for one process)"
+        f" (detected a {cluster} job; run with --distributed=off or "
+        f"{ENV_VAR}=off for one process)"
       )
     else:
       hint = (
@@ -257,7 +278,8 @@ def initialize(
 
 
 def is_main_process() -> bool:
-  """Whether this is process 0, the one that writes results, plots, metrics and logs.
+  """Whether this is process 0, the one that writes results, plots, metrics and
+  logs.
 
   True on a single host. Reads ``jax.process_index()`` (which starts the backend
   if nothing has yet).

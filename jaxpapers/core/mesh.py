@@ -1,4 +1,5 @@
-"""Device mesh helpers for data parallelism with ``jax.jit`` + ``NamedSharding``.
+"""Device mesh helpers for data parallelism with ``jax.jit`` +
+``NamedSharding``.
 
 The same code path runs on one CPU, on 8 fake CPU devices (tests), on a GPU or
 TPU host, and on several hosts after ``jax.distributed.initialize()``: the mesh
@@ -54,13 +55,18 @@ def make_mesh(
     or num_devices > available
   ):
     raise ValueError(
-      f"num_devices must be an int in [1, {available}] (devices available), got {num_devices!r}"
+      f"num_devices must be an int in [1, {available}] (devices available), "
+      f"got {num_devices!r}"
     )
   if not isinstance(axis_type, AxisType):
-    raise TypeError(f"axis_type must be a jax.sharding.AxisType, got {axis_type!r}")
+    raise TypeError(
+      f"axis_type must be a jax.sharding.AxisType, got {axis_type!r}"
+    )
   devices = jax.devices()[:num_devices]
   try:
-    return jax.make_mesh((num_devices,), (axis_name,), (axis_type,), devices=devices)
+    return jax.make_mesh(
+      (num_devices,), (axis_name,), (axis_type,), devices=devices
+    )
   except (ValueError, NotImplementedError, AssertionError):
     # A device subset that does not tile the physical topology (e.g. 3 of 8
     # TPU chips): same mesh kind, devices in their listed order.
@@ -95,7 +101,8 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
   """Places every leaf of ``batch`` with its leading axis sharded over the mesh.
 
   Args:
-    batch: a pytree of arrays, each ``[B, ...]`` with ``B`` divisible by the data axis' size.
+    batch: a pytree of arrays, each ``[B, ...]`` with ``B`` divisible by the
+      data axis' size.
     mesh: the device mesh; its first axis is the data axis.
 
   Returns:
@@ -112,8 +119,9 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
     x = np.asarray(x) if not isinstance(x, jax.Array) else x
     if x.ndim == 0 or x.shape[0] % n:
       raise ValueError(
-        f"batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; its leading "
-        f"(batch) axis must be divisible by the {n} devices of the data axis"
+        f"batch leaf {jax.tree_util.keystr(path)} has shape {x.shape}; "
+        f"its leading (batch) axis must be divisible by the {n} devices of "
+        "the data axis"
       )
     return jax.device_put(x, sharding)
 
@@ -128,6 +136,7 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
     mesh: the device mesh.
 
   Returns:
-    ``tree`` with every leaf a ``jax.Array`` replicated on every device of ``mesh``.
+    ``tree`` with every leaf a ``jax.Array`` replicated on every device of
+    ``mesh``.
   """
   return jax.device_put(tree, replicated_sharding(mesh))

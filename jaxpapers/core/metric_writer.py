@@ -1,14 +1,15 @@
-"""Per-step metrics: JSONL always, TensorBoard event files when ``tensorboardX`` is installed.
+"""Per-step metrics: JSONL always, TensorBoard event files when ``tensorboardX``
+is installed.
 
 ::
 
   with MetricWriter(workdir) as writer:          # <workdir>/metrics.jsonl (+ events.out.*)
     writer.write(step, {"train/loss": loss, "eval/acc": acc})
 
-Each ``write(step, metrics)`` appends one line ``{"step": step, **metrics}`` (JAX
-and numpy scalars become Python numbers, arrays become lists). Scalars also go
-to TensorBoard through ``tensorboardX`` (the TensorFlow-free extra
-``pip install jaxpapers[tensorboard]``) when it is importable.
+Each ``write(step, metrics)`` appends one line ``{"step": step, **metrics}``
+(JAX and numpy scalars become Python numbers, arrays become lists). Scalars also
+go to TensorBoard through ``tensorboardX`` (the TensorFlow-free extra ``pip
+install jaxpapers[tensorboard]``) when it is importable.
 
 Only process 0 writes: on the other processes of a multi-host job the writer is
 disabled and every method is a no-op (nothing is created). Paths go through
@@ -55,18 +56,23 @@ def _is_remote(path: epath.Path) -> bool:
 
 
 def read_metrics(
-  logdir: str | os.PathLike[str], filename: str = METRICS_FILE, *, allow_torn_tail: bool = False
+  logdir: str | os.PathLike[str],
+  filename: str = METRICS_FILE,
+  *,
+  allow_torn_tail: bool = False,
 ) -> list[dict[str, Any]]:
-  """The records of ``<logdir>/<filename>`` in file order; ``[]`` if it does not exist.
+  """The records of ``<logdir>/<filename>`` in file order; ``[]`` if it does not
+  exist.
 
   Reading is allowed on every process (only writing is process 0's).
 
   Args:
     logdir: the directory.
     filename: the JSONL file inside it.
-    allow_torn_tail: drop, with a warning naming the file, a last line that was cut off
-      while being appended (it has no final newline and is not a JSON record), instead of
-      raising; what a resumed run does. Any other bad line still raises.
+    allow_torn_tail: drop, with a warning naming the file, a last line that was
+      cut off while being appended (it has no final newline and is not a JSON
+      record), instead of raising; what a resumed run does. Any other bad line
+      still raises.
 
   Returns:
     one dict per line (``{"step": ..., **metrics}``), in file order.
@@ -90,21 +96,26 @@ def read_metrics(
     except json.JSONDecodeError as e:
       if allow_torn_tail and i == len(lines):  # the text after the last newline
         logging.warning(
-          "%s: dropping its last line, cut off while it was written (%d characters, %s)",
+          (
+            "%s: dropping its last line, cut off while it was written (%d "
+            "characters, %s)"
+          ),
           path,
           len(line),
           e.msg,
         )
         break
       raise ValueError(
-        f"{path}: line {i} is not a JSON record ({e.msg}); the file is corrupt or was cut off"
+        f"{path}: line {i} is not a JSON record ({e.msg}); "
+        "the file is corrupt or was cut off"
       ) from e
     records.append(record)
   return records
 
 
 def _append(fd: int, data: bytes) -> None:
-  """Appends ``data`` with one ``write`` (a regular file takes it whole), looping if short."""
+  """Appends ``data`` with one ``write`` (a regular file takes it whole),
+  looping if short."""
   view = memoryview(data)
   while view:
     view = view[os.write(fd, view) :]
@@ -141,13 +152,20 @@ class MetricWriter:
     enabled: bool | None = None,
   ):
     if not filename or "/" in filename:
-      raise ValueError(f"filename must be a bare file name like 'metrics.jsonl', got {filename!r}")
+      raise ValueError(
+        "filename must be a bare file name like 'metrics.jsonl', "
+        f"got {filename!r}"
+      )
     self.logdir = epath.Path(logdir)
     self.path = self.logdir / filename
-    self.enabled = distributed.is_main_process() if enabled is None else bool(enabled)
+    self.enabled = (
+      distributed.is_main_process() if enabled is None else bool(enabled)
+    )
     self._pending: list[str] = []
-    self._lines: list[str] = []  # everything in the file (remote paths rewrite it whole)
-    self._fd: int | None = None  # local files: appended to, one os.write per record
+    # everything in the file (remote paths rewrite it whole)
+    self._lines: list[str] = []
+    # local files: appended to, one os.write per record
+    self._fd: int | None = None
     self._tb = None
     self._closed = False
     if not self.enabled:
@@ -155,10 +173,14 @@ class MetricWriter:
     self.logdir.mkdir(parents=True, exist_ok=True)
     if resume_step is not None:
       records = read_metrics(self.logdir, filename, allow_torn_tail=True)
-      self._lines = [json.dumps(r) + "\n" for r in records if r.get("step", 0) <= resume_step]
+      self._lines = [
+        json.dumps(r) + "\n" for r in records if r.get("step", 0) <= resume_step
+      ]
     self._rewrite()
     if not _is_remote(self.path):
-      self._fd = os.open(os.fspath(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+      self._fd = os.open(
+        os.fspath(self.path), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+      )
     self._tb = self._open_tensorboard(tensorboard, resume_step)
 
   def _rewrite(self) -> None:
@@ -166,7 +188,9 @@ class MetricWriter:
     tmp.write_text("".join(self._lines))
     tmp.replace(self.path)
 
-  def _open_tensorboard(self, tensorboard: bool | None, resume_step: int | None) -> Any:
+  def _open_tensorboard(
+    self, tensorboard: bool | None, resume_step: int | None
+  ) -> Any:
     if tensorboard is False:
       return None
     try:
@@ -174,21 +198,32 @@ class MetricWriter:
     except ImportError:
       if tensorboard:
         raise ImportError(
-          "tensorboard=True needs tensorboardX: pip install 'jaxpapers[tensorboard]'"
+          "tensorboard=True needs tensorboardX: pip install "
+          "'jaxpapers[tensorboard]'"
         ) from None
       return None
-    scheme = str(self.logdir).split("://")[0] if _is_remote(self.logdir) else None
-    if scheme not in (None, "gs", "s3"):  # tensorboardX would make a local folder of the URI
+    scheme = (
+      str(self.logdir).split("://")[0] if _is_remote(self.logdir) else None
+    )
+    # tensorboardX would make a local folder of the URI
+    if scheme not in (None, "gs", "s3"):
       if tensorboard:
-        raise ValueError(f"tensorboardX cannot write to {scheme}:// paths (only gs://, s3://)")
+        raise ValueError(
+          f"tensorboardX cannot write to {scheme}:// paths (only gs://, s3://)"
+        )
       logging.warning(
-        "TensorBoard events disabled for %s: tensorboardX writes local, gs:// and s3:// paths only",
+        (
+          "TensorBoard events disabled for %s: tensorboardX writes local, "
+          "gs:// and s3:// paths only"
+        ),
         self.logdir,
       )
       return None
     purge = None if resume_step is None else resume_step + 1
     try:
-      return tensorboardX.SummaryWriter(logdir=str(self.logdir), purge_step=purge)
+      return tensorboardX.SummaryWriter(
+        logdir=str(self.logdir), purge_step=purge
+      )
     except Exception as e:  # e.g. a remote scheme tensorboardX cannot write
       if tensorboard:
         raise
@@ -201,7 +236,8 @@ class MetricWriter:
     return self._tb is not None
 
   def write(self, step: int, metrics: Mapping[str, Any]) -> None:
-    """Records ``metrics`` at ``step`` (one JSONL line; scalars also to TensorBoard).
+    """Records ``metrics`` at ``step`` (one JSONL line; scalars also to
+    TensorBoard).
 
     A no-op on processes other than 0.
 
@@ -218,13 +254,21 @@ class MetricWriter:
     if self._closed:
       raise ValueError(f"MetricWriter for {self.path} is closed")
     arr = np.asarray(step)
-    if isinstance(step, bool) or arr.ndim or not np.issubdtype(arr.dtype, np.integer):
+    if (
+      isinstance(step, bool)
+      or arr.ndim
+      or not np.issubdtype(arr.dtype, np.integer)
+    ):
       raise TypeError(f"step must be an integer scalar, got {step!r}")
     step = int(arr)
     if not isinstance(metrics, Mapping):
-      raise TypeError(f"metrics must be a mapping name -> value, got {type(metrics).__name__}")
+      raise TypeError(
+        f"metrics must be a mapping name -> value, got {type(metrics).__name__}"
+      )
     if "step" in metrics:
-      raise ValueError("metrics must not contain a 'step' key; pass the step as `step`")
+      raise ValueError(
+        "metrics must not contain a 'step' key; pass the step as `step`"
+      )
     record = {"step": step, **_scalarize(metrics)}
     line = json.dumps(record) + "\n"
     self._lines.append(line)
@@ -234,14 +278,19 @@ class MetricWriter:
       self._pending.append(line)
     if self._tb is not None:
       for k, v in record.items():
-        if k != "step" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        if (
+          k != "step"
+          and isinstance(v, (int, float))
+          and not isinstance(v, bool)
+        ):
           self._tb.add_scalar(k, v, step)
 
   def flush(self) -> None:
-    """Makes every record so far durable: on disk (``fsync``) or rewritten remotely.
+    """Makes every record so far durable: on disk (``fsync``) or rewritten
+    remotely.
 
-    Local records are visible in the file as soon as :meth:`write` returns; this also
-    survives a crash of the machine. Call it before saving a checkpoint.
+    Local records are visible in the file as soon as :meth:`write` returns; this
+    also survives a crash of the machine. Call it before saving a checkpoint.
     """
     if not self.enabled or self._closed:
       return

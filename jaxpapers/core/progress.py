@@ -1,4 +1,5 @@
-"""Progress bars for long loops (tqdm, with rate and ETA), drawn by process 0 only."""
+"""Progress bars for long loops (tqdm, with rate and ETA), drawn by process 0
+only."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import tqdm.auto as _tqdm
 from jaxpapers.core import distributed
 
 if TYPE_CHECKING:
-  from tqdm.std import tqdm as std_tqdm  # the base of every class tqdm.auto may pick
+  # the base of every class tqdm.auto may pick
+  from tqdm.std import tqdm as std_tqdm
 
 T = TypeVar("T")
 
@@ -50,8 +52,9 @@ def progress(
   """A tqdm progress bar showing count, rate and ETA.
 
   Only process 0 draws bars: on the other processes of a multi-host job the bar
-  is always disabled (it still iterates and counts). Set ``JAXPAPERS_NO_PROGRESS=1``
-  to silence every bar (e.g. in CI logs); ``disable`` overrides that variable.
+  is always disabled (it still iterates and counts). Set
+  ``JAXPAPERS_NO_PROGRESS=1`` to silence every bar (e.g. in CI logs);
+  ``disable`` overrides that variable.
 
   Args:
     iterable: what to iterate over, or None for a bar updated by hand.

@@ -1,20 +1,21 @@
 r"""Pre-registration of claims that can be proven from the git history.
 
-An experiment registers its claims by committing ``experiments/<paper>/claims.lock.json``
-(written by ``python -m experiments.register <paper>``): the claims of every config of the
-experiment that issues verdicts, in canonical JSON, with their SHA-256. A run is
+An experiment registers its claims by committing
+``experiments/<paper>/claims.lock.json`` (written by ``python -m
+experiments.register <paper>``): the claims of every config of the experiment
+that issues verdicts, in canonical JSON, with their SHA-256. A run is
 **registered** when
 
-1. the claims it judges hash to an entry of the lock as committed at the commit the run
-   starts from (``HEAD``, not the working tree), and
-2. the commit that last wrote that lock is an ancestor of (or equal to) the run's start
-   commit: the rule provably existed before the run began.
+1. the claims it judges hash to an entry of the lock as committed at the commit
+   the run starts from (``HEAD``, not the working tree), and
+2. the commit that last wrote that lock is an ancestor of (or equal to) the
+   run's start commit: the rule provably existed before the run began.
 
-Otherwise the app refuses to start a run that issues verdicts, unless it is given
-``--post_hoc``; such a run is recorded as **post-hoc**. Re-judging a finished run under a
-lock committed after it started (``experiments.reproduce --rejudge``) is recorded as
-**rejudged**: the rules were declared after the run. Smoke runs issue no verdicts and need no
-registration.
+Otherwise the app refuses to start a run that issues verdicts, unless it is
+given ``--post_hoc``; such a run is recorded as **post-hoc**. Re-judging a
+finished run under a lock committed after it started (``experiments.reproduce
+--rejudge``) is recorded as **rejudged**: the rules were declared after the run.
+Smoke runs issue no verdicts and need no registration.
 
 The record of a run (``results.json``) carries::
 
@@ -23,12 +24,14 @@ The record of a run (``results.json``) carries::
   "git": {"start_commit", "end_commit", "dirty", "changed_files"},
   "started_at": <UTC ISO time>, "written_at": <UTC ISO time>
 
-``dirty`` counts modified tracked files anywhere and untracked files under ``jaxpapers/`` and
-``experiments/`` at the start of the run (the code that ran), not files the run writes.
+``dirty`` counts modified tracked files anywhere and untracked files under
+``jaxpapers/`` and ``experiments/`` at the start of the run (the code that ran),
+not files the run writes.
 
-Canonical form: each claim is :meth:`Claim.to_dict` without the fields that are at their
-default value, so that adding a field to :class:`~jaxpapers.core.claims.Claim` does not
-change the hash of claims that do not use it; JSON with sorted keys, no spaces, UTF-8.
+Canonical form: each claim is :meth:`Claim.to_dict` without the fields that are
+at their default value, so that adding a field to
+:class:`~jaxpapers.core.claims.Claim` does not change the hash of claims that do
+not use it; JSON with sorted keys, no spaces, UTF-8.
 """
 
 from __future__ import annotations
@@ -51,24 +54,31 @@ REJUDGED = "rejudged"
 POST_HOC = "post-hoc"
 NOT_REQUIRED = "not required"
 STATUSES = (REGISTERED, REJUDGED, POST_HOC, NOT_REQUIRED)
-# Untracked files here change what a run executes; elsewhere (runs/, notes) they do not.
+# Untracked files here change what a run executes; elsewhere (runs/, notes) they
+# do not.
 _CODE_DIRS = ("jaxpapers/", "experiments/")
 
 
 class RegistrationError(RuntimeError):
-  """A run that issues verdicts was started without a committed lock of its claims."""
+  """A run that issues verdicts was started without a committed lock of its
+  claims."""
 
 
-# ------------------------------------------------------------------------- canonical claims
+# ------------------------------------------------------------- canonical claims
 
 _DEFAULTS = {
-  f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+  f.name: (
+    f.default_factory()
+    if f.default_factory is not dataclasses.MISSING
+    else f.default
+  )
   for f in dataclasses.fields(claims_lib.Claim)
 }
 
 
 def canonical_claims(claims: Any) -> list[dict[str, Any]]:
-  """The claims as plain dicts without default-valued fields, in declaration order.
+  """The claims as plain dicts without default-valued fields, in declaration
+  order.
 
   Args:
     claims: claims or their dicts (a config's ``claims`` field).
@@ -89,13 +99,18 @@ def _plain_default(name: str) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-  """``value`` as canonical JSON: sorted keys, no whitespace, UTF-8 characters kept."""
-  return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+  """``value`` as canonical JSON: sorted keys, no whitespace, UTF-8 characters
+  kept."""
+  return json.dumps(
+    value, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+  )
 
 
 def claims_sha256(claims: Any) -> str:
   """SHA-256 (hex) of the canonical JSON of ``claims``."""
-  return hashlib.sha256(canonical_json(canonical_claims(claims)).encode("utf-8")).hexdigest()
+  return hashlib.sha256(
+    canonical_json(canonical_claims(claims)).encode("utf-8")
+  ).hexdigest()
 
 
 def lock_record(paper: str, configs: Mapping[str, Any]) -> dict[str, Any]:
@@ -106,8 +121,8 @@ def lock_record(paper: str, configs: Mapping[str, Any]) -> dict[str, Any]:
     configs: ``{config name: claims}`` for every config that issues verdicts.
 
   Returns:
-    ``{"paper", "configs": {name: {"sha256", "claims"}}, "sha256"}``; the outer hash covers
-    the configs' names and hashes.
+    ``{"paper", "configs": {name: {"sha256", "claims"}}, "sha256"}``; the outer
+    hash covers the configs' names and hashes.
   """
   if not isinstance(paper, str) or not paper:
     raise ValueError(f"paper must be a non-empty name, got {paper!r}")
@@ -124,45 +139,68 @@ def lock_record(paper: str, configs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_lock(record: Any, where: str = "lock") -> dict[str, Any]:
-  """Checks that a lock's hashes match its claims (a hand-edited lock is refused).
+  """Checks that a lock's hashes match its claims (a hand-edited lock is
+  refused).
 
   Raises:
-    ValueError: naming the entry whose hash does not match, or a malformed record.
+    ValueError: naming the entry whose hash does not match, or a malformed
+      record.
   """
-  if not isinstance(record, Mapping) or not isinstance(record.get("configs"), Mapping):
+  if not isinstance(record, Mapping) or not isinstance(
+    record.get("configs"), Mapping
+  ):
     raise ValueError(f"{where}: not a claims lock (no 'configs' mapping)")
   for name, entry in record["configs"].items():
-    if not isinstance(entry, Mapping) or "claims" not in entry or "sha256" not in entry:
-      raise ValueError(f"{where}: configs[{name!r}] needs 'claims' and 'sha256'")
+    if (
+      not isinstance(entry, Mapping)
+      or "claims" not in entry
+      or "sha256" not in entry
+    ):
+      raise ValueError(
+        f"{where}: configs[{name!r}] needs 'claims' and 'sha256'"
+      )
     if claims_sha256(entry["claims"]) != entry["sha256"]:
       raise ValueError(
-        f"{where}: configs[{name!r}]: sha256 does not match its claims (edited by hand?); "
-        "regenerate it with python -m experiments.register"
+        f"{where}: configs[{name!r}]: sha256 does not match its claims "
+        "(edited by hand?); regenerate it with python -m experiments.register"
       )
   again = lock_record(
-    record.get("paper", "?"), {k: v["claims"] for k, v in record["configs"].items()}
+    record.get("paper", "?"),
+    {k: v["claims"] for k, v in record["configs"].items()},
   )
   if again["sha256"] != record.get("sha256"):
-    raise ValueError(f"{where}: the outer sha256 does not match the configs' hashes")
+    raise ValueError(
+      f"{where}: the outer sha256 does not match the configs' hashes"
+    )
   return dict(record)
 
 
-def write_lock(path: str | os.PathLike[str], record: Mapping[str, Any]) -> pathlib.Path:
-  """Writes a lock as indented, sorted JSON (one claim field per line, for readable diffs)."""
+def write_lock(
+  path: str | os.PathLike[str], record: Mapping[str, Any]
+) -> pathlib.Path:
+  """Writes a lock as indented, sorted JSON (one claim field per line, for
+  readable diffs)."""
   check_lock(record, str(path))
   path = pathlib.Path(path)
   tmp = path.with_name(path.name + ".tmp")
-  tmp.write_text(json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+  tmp.write_text(
+    json.dumps(record, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+  )
   tmp.replace(path)
   return path
 
 
-# ----------------------------------------------------------------------------------- git
+# -------------------------------------------------------------------------- git
 
 
 def _git(cwd: pathlib.Path, *args: str) -> str:
   return subprocess.run(
-    ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=20, check=True
+    ["git", *args],
+    cwd=cwd,
+    capture_output=True,
+    text=True,
+    timeout=20,
+    check=True,
   ).stdout
 
 
@@ -174,22 +212,31 @@ def _top(path: pathlib.Path) -> pathlib.Path | None:
     return None
 
 
-def git_state(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
-  """The checkout holding ``path`` (default: this package): commit and honest dirty flag.
+def git_state(
+  path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any] | None:
+  """The checkout holding ``path`` (default: this package): commit and honest
+  dirty flag.
 
   Returns:
-    ``{"commit", "dirty", "changed_files"}``: ``dirty`` is True when a tracked file differs
-    from the commit or an untracked, not ignored file lies under ``jaxpapers/`` or
-    ``experiments/``; ``changed_files`` lists up to 20 of them. None outside a git checkout
-    (or without git).
+    ``{"commit", "dirty", "changed_files"}``: ``dirty`` is True when a tracked
+    file differs from the commit or an untracked, not ignored file lies under
+    ``jaxpapers/`` or ``experiments/``; ``changed_files`` lists up to 20 of
+    them. None outside a git checkout (or without git).
   """
-  where = pathlib.Path(path) if path is not None else pathlib.Path(__file__).resolve().parent
+  where = (
+    pathlib.Path(path)
+    if path is not None
+    else pathlib.Path(__file__).resolve().parent
+  )
   top = _top(where)
   if top is None:
     return None
   try:
     commit = _git(top, "rev-parse", "HEAD").strip()
-    lines = _git(top, "status", "--porcelain", "--untracked-files=all").splitlines()
+    lines = _git(
+      top, "status", "--porcelain", "--untracked-files=all"
+    ).splitlines()
   except Exception:  # pylint: disable=broad-except
     return None
   changed = []
@@ -198,12 +245,22 @@ def git_state(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | No
     if status == "??" and not name.startswith(_CODE_DIRS):
       continue
     changed.append(name)
-  return {"commit": commit, "dirty": bool(changed), "changed_files": changed[:20]}
+  return {
+    "commit": commit,
+    "dirty": bool(changed),
+    "changed_files": changed[:20],
+  }
 
 
-def commit_date(commit: str, path: str | os.PathLike[str] | None = None) -> str | None:
+def commit_date(
+  commit: str, path: str | os.PathLike[str] | None = None
+) -> str | None:
   """The committer date (ISO 8601) of ``commit``, or None."""
-  top = _top(pathlib.Path(path) if path is not None else pathlib.Path(__file__).resolve().parent)
+  top = _top(
+    pathlib.Path(path)
+    if path is not None
+    else pathlib.Path(__file__).resolve().parent
+  )
   if top is None or not commit:
     return None
   try:
@@ -212,14 +269,23 @@ def commit_date(commit: str, path: str | os.PathLike[str] | None = None) -> str 
     return None
 
 
-def is_ancestor(ancestor: str, commit: str, path: str | os.PathLike[str] | None = None) -> bool:
-  """Whether ``ancestor`` is ``commit`` or one of its ancestors (False when unknown)."""
-  top = _top(pathlib.Path(path) if path is not None else pathlib.Path(__file__).resolve().parent)
+def is_ancestor(
+  ancestor: str, commit: str, path: str | os.PathLike[str] | None = None
+) -> bool:
+  """Whether ``ancestor`` is ``commit`` or one of its ancestors (False when
+  unknown)."""
+  top = _top(
+    pathlib.Path(path)
+    if path is not None
+    else pathlib.Path(__file__).resolve().parent
+  )
   if top is None or not ancestor or not commit:
     return False
   return (
     subprocess.run(
-      ["git", "merge-base", "--is-ancestor", ancestor, commit], cwd=top, capture_output=True
+      ["git", "merge-base", "--is-ancestor", ancestor, commit],
+      cwd=top,
+      capture_output=True,
     ).returncode
     == 0
   )
@@ -242,8 +308,11 @@ class CommittedLock:
   path: str
 
 
-def committed_lock(lock_path: str | os.PathLike[str], at: str = "HEAD") -> CommittedLock | None:
-  """The lock at ``lock_path`` as committed at ``at``; None if it is not committed there."""
+def committed_lock(
+  lock_path: str | os.PathLike[str], at: str = "HEAD"
+) -> CommittedLock | None:
+  """The lock at ``lock_path`` as committed at ``at``; None if it is not
+  committed there."""
   lock_path = pathlib.Path(lock_path).resolve()
   top = _top(lock_path.parent)
   if top is None:
@@ -261,13 +330,16 @@ def committed_lock(lock_path: str | os.PathLike[str], at: str = "HEAD") -> Commi
 
 
 def matching_config(record: Mapping[str, Any], claims: Any) -> str | None:
-  """The name of the lock entry whose claims hash like ``claims`` (None if none does)."""
+  """The name of the lock entry whose claims hash like ``claims`` (None if none
+  does)."""
   sha = claims_sha256(claims)
-  names = sorted(n for n, e in record.get("configs", {}).items() if e.get("sha256") == sha)
+  names = sorted(
+    n for n, e in record.get("configs", {}).items() if e.get("sha256") == sha
+  )
   return names[0] if names else None
 
 
-# ------------------------------------------------------------------------------ the run
+# ---------------------------------------------------------------------- the run
 
 _CURRENT: dict[str, Any] | None = None
 
@@ -286,31 +358,38 @@ def _config_get(config: Any, name: str, default: Any = None) -> Any:
 
 
 def issues_verdicts(config: Any) -> bool:
-  """Whether a run of ``config`` decides claims (it declares some and is not a smoke run)."""
+  """Whether a run of ``config`` decides claims (it declares some and is not a
+  smoke run)."""
   return bool(_config_get(config, "issue_verdicts", True)) and bool(
     claims_lib.parse_claims(_config_get(config, "claims"))
   )
 
 
 def begin_run(
-  config: Any, experiment_dir: str | os.PathLike[str] | None, *, post_hoc: bool = False
+  config: Any,
+  experiment_dir: str | os.PathLike[str] | None,
+  *,
+  post_hoc: bool = False,
 ) -> dict[str, Any]:
-  """Checks a run's claims against the committed lock and records the run's start.
+  """Checks a run's claims against the committed lock and records the run's
+  start.
 
-  Called by the app entry before the experiment starts; :func:`write_results` adds what it
-  records to ``results.json``.
+  Called by the app entry before the experiment starts; :func:`write_results`
+  adds what it records to ``results.json``.
 
   Args:
     config: the run's config (its ``claims`` and ``issue_verdicts``).
     experiment_dir: the experiment's folder (where ``claims.lock.json`` lives).
-    post_hoc: start even when the claims are not registered; the run is then *post-hoc*.
+    post_hoc: start even when the claims are not registered; the run is then
+      *post-hoc*.
 
   Returns:
     The start record: ``{"registration", "git", "started_at"}``.
 
   Raises:
-    RegistrationError: if the run issues verdicts, its claims are not in the committed lock
-      (or the lock's commit is not an ancestor of the start commit), and not ``post_hoc``.
+    RegistrationError: if the run issues verdicts, its claims are not in the
+      committed lock (or the lock's commit is not an ancestor of the start
+      commit), and not ``post_hoc``.
   """
   global _CURRENT
   state = git_state(experiment_dir)
@@ -322,16 +401,27 @@ def begin_run(
     },
     "started_at": _now(),
   }
-  start["registration"] = _decide(config, experiment_dir, state, post_hoc=post_hoc)
-  _CURRENT = dict(start, where=None if experiment_dir is None else str(experiment_dir))
+  start["registration"] = _decide(
+    config, experiment_dir, state, post_hoc=post_hoc
+  )
+  _CURRENT = dict(
+    start, where=None if experiment_dir is None else str(experiment_dir)
+  )
   return start
 
 
 def _decide(
-  config: Any, experiment_dir: Any, state: Mapping[str, Any] | None, *, post_hoc: bool
+  config: Any,
+  experiment_dir: Any,
+  state: Mapping[str, Any] | None,
+  *,
+  post_hoc: bool,
 ) -> dict[str, Any]:
   if not issues_verdicts(config):
-    return {"status": NOT_REQUIRED, "why": "this run issues no verdicts (smoke setting)"}
+    return {
+      "status": NOT_REQUIRED,
+      "why": ("this run issues no verdicts (smoke setting)"),
+    }
   claims = _config_get(config, "claims")
   sha = claims_sha256(claims)
   problem = None
@@ -339,7 +429,10 @@ def _decide(
   if experiment_dir is None:
     problem = "the experiment's folder is unknown, so there is no lock to check"
   elif state is None:
-    problem = "not a git checkout: the lock's commit cannot be proven to precede the run"
+    problem = (
+      "not a git checkout: the lock's commit cannot be proven to precede the "
+      "run"
+    )
   else:
     path = pathlib.Path(experiment_dir) / LOCK_FILE
     try:
@@ -347,17 +440,24 @@ def _decide(
     except ValueError as e:
       problem = str(e)
     if lock is None and problem is None:
-      problem = f"{path.name} is not committed in {pathlib.Path(experiment_dir).name}/"
+      problem = (
+        f"{path.name} is not committed in {pathlib.Path(experiment_dir).name}/"
+      )
   if problem is None:
-    assert lock is not None and state is not None  # every other path set a problem
+    # every other path set a problem
+    assert lock is not None and state is not None
     name = matching_config(lock.record, claims)
     if name is None:
       problem = (
-        f"the run's claims (sha256 {sha[:12]}) match no entry of the committed {lock.path} "
-        f"(entries: {', '.join(sorted(lock.record['configs'])) or 'none'})"
+        f"the run's claims (sha256 {sha[:12]}) match no entry of the "
+        f"committed {lock.path} (entries: "
+        f"{', '.join(sorted(lock.record['configs'])) or 'none'})"
       )
     elif not is_ancestor(lock.commit, state["commit"], experiment_dir):
-      problem = f"the lock's commit {lock.commit[:12]} is not an ancestor of {state['commit'][:12]}"
+      problem = (
+        f"the lock's commit {lock.commit[:12]} is not an ancestor of "
+        f"{state['commit'][:12]}"
+      )
     else:
       return {
         "status": REGISTERED,
@@ -371,15 +471,17 @@ def _decide(
       }
   if not post_hoc:
     raise RegistrationError(
-      f"This run issues verdicts, but its claims are not registered: {problem}. Register them "
-      "first (python -m experiments.register <paper>, then commit claims.lock.json), or pass "
-      "--post_hoc to run anyway; its verdicts are then marked post-hoc."
+      "This run issues verdicts, but its claims are not registered: "
+      f"{problem}. Register them first (python -m experiments.register "
+      "<paper>, then commit claims.lock.json), or pass --post_hoc to run "
+      "anyway; its verdicts are then marked post-hoc."
     )
   return {"status": POST_HOC, "claims_sha256": sha, "why": problem}
 
 
 def current_run() -> dict[str, Any] | None:
-  """The start record of the run in progress in this process, if the app began one."""
+  """The start record of the run in progress in this process, if the app began
+  one."""
   return _CURRENT
 
 
@@ -390,10 +492,12 @@ def end_run() -> None:
 
 
 def run_record(config: Any) -> dict[str, Any]:
-  """What ``results.json`` records about registration, git and times, at the end of a run.
+  """What ``results.json`` records about registration, git and times, at the end
+  of a run.
 
-  Uses the start record of :func:`begin_run` when the app began the run; a run started some
-  other way (a direct call of ``train_and_evaluate``) that issues verdicts is *post-hoc*.
+  Uses the start record of :func:`begin_run` when the app began the run; a run
+  started some other way (a direct call of ``train_and_evaluate``) that issues
+  verdicts is *post-hoc*.
   """
   start = current_run()
   end = git_state(start.get("where") if start is not None else None)
@@ -402,10 +506,16 @@ def run_record(config: Any) -> dict[str, Any]:
       registration = {
         "status": POST_HOC,
         "claims_sha256": claims_sha256(_config_get(config, "claims")),
-        "why": "not started through the app entry: the claims were not checked against a lock",
+        "why": (
+          "not started through the app entry: the claims were not checked "
+          "against a lock"
+        ),
       }
     else:
-      registration = {"status": NOT_REQUIRED, "why": "this run issues no verdicts"}
+      registration = {
+        "status": NOT_REQUIRED,
+        "why": ("this run issues no verdicts"),
+      }
     start = {
       "registration": registration,
       "git": {
@@ -417,7 +527,11 @@ def run_record(config: Any) -> dict[str, Any]:
     }
   git = dict(start["git"])
   git["end_commit"] = None if end is None else end["commit"]
-  if git.get("start_commit") and git["end_commit"] and git["start_commit"] != git["end_commit"]:
+  if (
+    git.get("start_commit")
+    and git["end_commit"]
+    and git["start_commit"] != git["end_commit"]
+  ):
     git["note"] = "the checkout moved to another commit while the run was going"
   return {
     "registration": dict(start["registration"]),
@@ -427,7 +541,8 @@ def run_record(config: Any) -> dict[str, Any]:
 
 
 def status_label(registration: Mapping[str, Any] | None) -> str:
-  """A short label for tables: ``registered``, ``rejudged``, ``post-hoc`` or ``unregistered``."""
+  """A short label for tables: ``registered``, ``rejudged``, ``post-hoc`` or
+  ``unregistered``."""
   if not registration:
     return "unregistered"
   return str(registration.get("status") or "unregistered")
@@ -438,20 +553,27 @@ def short_commit(commit: str | None) -> str:
 
 
 def describe(results: Mapping[str, Any]) -> dict[str, str]:
-  """``{"status", "registered_at", "run_at"}`` cells for a results record's claims.
+  """``{"status", "registered_at", "run_at"}`` cells for a results record's
+  claims.
 
-  ``registered_at`` is the lock's commit and date; ``run_at`` the start commit (else the
-  commit recorded at the end) and the start (else end) date.
+  ``registered_at`` is the lock's commit and date; ``run_at`` the start commit
+  (else the commit recorded at the end) and the start (else end) date.
   """
   reg = results.get("registration") or {}
   git = results.get("git") or {}
-  run_commit = git.get("start_commit") or git.get("end_commit") or git.get("commit")
+  run_commit = (
+    git.get("start_commit") or git.get("end_commit") or git.get("commit")
+  )
   run_date = results.get("started_at") or results.get("written_at")
   lock_commit = reg.get("lock_commit")
   return {
     "status": status_label(reg),
     "registered_at": (
-      f"{short_commit(lock_commit)} ({(reg.get('lock_date') or '?')[:10]})" if lock_commit else "–"
+      f"{short_commit(lock_commit)} ({(reg.get('lock_date') or '?')[:10]})"
+      if lock_commit
+      else "–"
     ),
-    "run_at": f"{short_commit(run_commit)} ({(run_date or '?')[:10]})" if run_commit else "–",
+    "run_at": f"{short_commit(run_commit)} ({(run_date or '?')[:10]})"
+    if run_commit
+    else "–",
   }

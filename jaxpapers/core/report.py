@@ -1,16 +1,18 @@
 r"""Shared tables and standard plots for the experiments' results.
 
-Tables: :func:`markdown_table` (headers, rows, number formatting, ``mean ± std`` cells via
-:class:`MeanStd`) and :func:`claims_table` (claim -> paper -> measured -> verdict, from the
-``claims`` block that :func:`jaxpapers.core.write_results` writes). On the command line,
-``python -m jaxpapers.core.report <results.json> ...`` prints the claims tables of results
-files.
+Tables: :func:`markdown_table` (headers, rows, number formatting, ``mean ± std``
+cells via :class:`MeanStd`) and :func:`claims_table` (claim -> paper -> measured
+-> verdict, from the ``claims`` block that :func:`jaxpapers.core.write_results`
+writes). On the command line, ``python -m jaxpapers.core.report
+<results.json> ...`` prints the claims tables of results files.
 
-Plots (each returns a matplotlib figure; save it with :func:`jaxpapers.core.save_figure`):
-:func:`curves_plot` (curves with seed bands), :func:`grouped_bars` (grouped bars with error
-bars) and :func:`scaling_plot` (log-log axes with the fitted slope and its standard error in
-the legend, from :func:`fit_power_law`). :func:`power_law_fit`: a measured scaling curve's
-exponent over its usable points, with its 95% interval and the number of points.
+Plots (each returns a matplotlib figure; save it with
+:func:`jaxpapers.core.save_figure`): :func:`curves_plot` (curves with seed
+bands), :func:`grouped_bars` (grouped bars with error bars) and
+:func:`scaling_plot` (log-log axes with the fitted slope and its standard error
+in the legend, from :func:`fit_power_law`). :func:`power_law_fit`: a measured
+scaling curve's exponent over its usable points, with its 95% interval and the
+number of points.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import numpy as np
 
 if TYPE_CHECKING:
   from matplotlib.axes import Axes
-  from matplotlib.figure import FigureBase  # a Figure, or the SubFigure holding a given ax
+
+  # a Figure, or the SubFigure holding a given ax
+  from matplotlib.figure import FigureBase
 
 from jaxpapers.core.claims import format_value
 
@@ -38,7 +42,8 @@ class MeanStd:
 
   Args:
     mean: the mean.
-    std: the spread (std over seeds or a CI half-width); None prints the mean alone.
+    std: the spread (std over seeds or a CI half-width); None prints the mean
+      alone.
     fmt: format spec of both numbers (e.g. ``'.3f'``).
     scale: multiplies both (100 for percentages).
     suffix: appended after the std (``'%'``).
@@ -58,23 +63,31 @@ class MeanStd:
       if (
         isinstance(v, (bool, np.bool_))
         or not isinstance(v, (numbers.Real, np.generic))
-        or getattr(v, "ndim", 0) != 0  # np.ndim, without converting v to an array
+        # np.ndim, without converting v to an array
+        or getattr(v, "ndim", 0) != 0
       ):
-        raise TypeError(f"MeanStd.{name} must be a real scalar or None, got {v!r}")
+        raise TypeError(
+          f"MeanStd.{name} must be a real scalar or None, got {v!r}"
+        )
     if self.std is not None and float(self.std) < 0:
       raise ValueError(f"MeanStd.std must be >= 0 (a spread), got {self.std!r}")
 
   def __str__(self) -> str:
-    if self.mean is None or (isinstance(self.mean, float) and math.isnan(self.mean)):
+    if self.mean is None or (
+      isinstance(self.mean, float) and math.isnan(self.mean)
+    ):
       return "-"
     m = format(self.scale * float(self.mean), self.fmt)
     if self.std is None:
       return m + self.suffix
-    return f"{m} ± {format(self.scale * float(self.std), self.fmt)}{self.suffix}"
+    return (
+      f"{m} ± {format(self.scale * float(self.std), self.fmt)}{self.suffix}"
+    )
 
 
 def format_cell(value: Any, fmt: str = ".3g") -> str:
-  """One table cell: None/NaN -> ``-``, bools and ints as is, other reals with ``fmt``."""
+  """One table cell: None/NaN -> ``-``, bools and ints as is, other reals with
+  ``fmt``."""
   if value is None:
     return "-"
   if isinstance(value, (bool, np.bool_)):
@@ -88,14 +101,18 @@ def format_cell(value: Any, fmt: str = ".3g") -> str:
 
 
 def markdown_table(
-  headers: Sequence[str], rows: Sequence[Sequence[Any]], *, fmt: str | Sequence[str] = ".3g"
+  headers: Sequence[str],
+  rows: Sequence[Sequence[Any]],
+  *,
+  fmt: str | Sequence[str] = (".3g"),
 ) -> str:
   """A GitHub markdown table.
 
   Args:
     headers: column titles.
-    rows: one sequence of cells per row, each as long as ``headers``; cells are strings,
-      numbers (formatted with ``fmt``), None (``-``) or :class:`MeanStd`.
+    rows: one sequence of cells per row, each as long as ``headers``; cells are
+      strings, numbers (formatted with ``fmt``), None (``-``) or
+      :class:`MeanStd`.
     fmt: one format spec for every number, or one per column.
 
   Returns:
@@ -106,18 +123,29 @@ def markdown_table(
   """
   fmts = [fmt] * len(headers) if isinstance(fmt, str) else list(fmt)
   if len(fmts) != len(headers):
-    raise ValueError(f"fmt must be one spec or one per column ({len(headers)}), got {len(fmts)}")
-  lines = ["| " + " | ".join(str(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    raise ValueError(
+      f"fmt must be one spec or one per column ({len(headers)}), "
+      f"got {len(fmts)}"
+    )
+  lines = [
+    "| " + " | ".join(str(h) for h in headers) + " |",
+    "|" + "---|" * len(headers),
+  ]
   for i, row in enumerate(rows):
     row = list(row)
     if len(row) != len(headers):
-      raise ValueError(f"rows[{i}] has {len(row)} cells, expected {len(headers)} (the headers)")
-    lines.append("| " + " | ".join(format_cell(c, f) for c, f in zip(row, fmts)) + " |")
+      raise ValueError(
+        f"rows[{i}] has {len(row)} cells, expected {len(headers)} (the headers)"
+      )
+    lines.append(
+      "| " + " | ".join(format_cell(c, f) for c, f in zip(row, fmts)) + " |"
+    )
   return "\n".join(lines)
 
 
 def measured_cell(rec: Mapping[str, Any]) -> str:
-  """The measured cell of a claims-block record: value ± noise and unit, or '–'."""
+  """The measured cell of a claims-block record: value ± noise and unit, or
+  '–'."""
   claim = rec.get("claim", {})
   fmt, unit = claim.get("fmt", ".3g"), claim.get("unit", "")
   x = rec.get("measured")
@@ -131,31 +159,40 @@ def measured_cell(rec: Mapping[str, Any]) -> str:
 
 
 def paper_cell(claim: Mapping[str, Any]) -> str:
-  """The paper's-number cell of a claim dict: its text, else its value, else '-'."""
+  """The paper's-number cell of a claim dict: its text, else its value, else
+  '-'."""
   text = claim.get("paper_text") or ""
   if text:
     return text
   v = claim.get("paper_value")
-  return "-" if v is None else format_value(v, claim.get("fmt", ".3g"), claim.get("unit", ""))
+  return (
+    "-"
+    if v is None
+    else format_value(v, claim.get("fmt", ".3g"), claim.get("unit", ""))
+  )
 
 
 def verdict_text(rec: Mapping[str, Any]) -> str:
-  """The verdict cell: ``**held**`` etc., or ``no verdict (smoke)`` when none was issued.
+  """The verdict cell: ``**held**`` etc., or ``no verdict (smoke)`` when none
+  was issued.
 
-  A verdict decided by a guard names it: ``**inconclusive** (precondition)``, ``(vacuous)``,
-  ``(at chance)``.
+  A verdict decided by a guard names it: ``**inconclusive** (precondition)``,
+  ``(vacuous)``, ``(at chance)``.
   """
   v = rec.get("verdict")
   if v is None:
     return "no verdict (smoke)"
-  guard = {"requires": "precondition", "controls": "vacuous", "chance": "at chance"}.get(
-    rec.get("guard") or ""
-  )
+  guard = {
+    "requires": "precondition",
+    "controls": "vacuous",
+    "chance": ("at chance"),
+  }.get(rec.get("guard") or "")
   return f"**{v}**" + (f" ({guard})" if guard else "")
 
 
 def controls_cell(rec: Mapping[str, Any]) -> str:
-  """The controls cell: each control's value and verdict under the claim's rule, or '-'."""
+  """The controls cell: each control's value and verdict under the claim's rule,
+  or '-'."""
   claim = rec.get("claim", {})
   fmt = claim.get("fmt", ".3g")
   parts = []
@@ -173,19 +210,24 @@ def claims_table(
   reasons: bool = True,
   registration: Mapping[str, str] | None = None,
 ) -> str:
-  """Claim -> paper -> measured -> verdict, from the ``claims`` block of a results.json.
+  """Claim -> paper -> measured -> verdict, from the ``claims`` block of a
+  results.json.
 
   Args:
     records: ``results['claims']`` (as written by ``write_results``).
     paper: if given, a first column with this paper's name.
-    measured_in: if given, a last column with the run that measured it (e.g. a commit).
-    reasons: add the verdict's one-line reason (which names the guard that decided).
+    measured_in: if given, a last column with the run that measured it (e.g. a
+      commit).
+    reasons: add the verdict's one-line reason (which names the guard that
+      decided).
     registration: ``{"status", "registered_at", "run_at"}`` of the results file
-      (:func:`jaxpapers.core.registration.describe`): adds those three columns to every row.
+      (:func:`jaxpapers.core.registration.describe`): adds those three columns
+      to every row.
 
-  An ``upper bound`` column holds the values of ``oracle`` claims (their ``measured`` cell is
-  left empty: an upper bound is never a measured result); a ``controls`` column is added when
-  any claim declares controls, a ``baselines`` column when any lists baselines.
+  An ``upper bound`` column holds the values of ``oracle`` claims (their
+  ``measured`` cell is left empty: an upper bound is never a measured result); a
+  ``controls`` column is added when any claim declares controls, a ``baselines``
+  column when any lists baselines.
 
   Returns:
     The markdown table ('' when there are no claims).
@@ -204,9 +246,15 @@ def claims_table(
   with_oracle = any(r.get("oracle") or r["claim"].get("oracle") for r in good)
   with_controls = any(r.get("controls") for r in good)
   with_baselines = any(r.get("baselines") for r in good)
-  headers = (["paper"] if paper is not None else []) + ["claim", "paper's number", "measured"]
+  headers = (["paper"] if paper is not None else []) + [
+    "claim",
+    "paper's number",
+    "measured",
+  ]
   headers += (["upper bound (oracle)"] if with_oracle else []) + ["verdict"]
-  headers += (["why"] if reasons else []) + (["controls"] if with_controls else [])
+  headers += (["why"] if reasons else []) + (
+    ["controls"] if with_controls else []
+  )
   headers += ["baselines"] if with_baselines else []
   if registration is not None:
     headers += ["rules", "registered at", "run at"]
@@ -236,29 +284,50 @@ def claims_table(
     if with_baselines:
       fmt = claim.get("fmt", ".3g").replace("+", "")
       row.append(
-        "; ".join(f"{k}: {format_value(v, fmt)}" for k, v in (rec.get("baselines") or {}).items())
+        "; ".join(
+          f"{k}: {format_value(v, fmt)}"
+          for k, v in (rec.get("baselines") or {}).items()
+        )
         or "-"
       )
     if registration is not None:
-      row += [registration["status"], registration["registered_at"], registration["run_at"]]
+      row += [
+        registration["status"],
+        registration["registered_at"],
+        registration["run_at"],
+      ]
     if measured_in is not None:
       row.append(measured_in)
     rows.append(row)
   return markdown_table(headers, rows)
 
 
-# Two-sided 95% Student-t quantiles t_{0.975, n-1} by sample size n; larger samples use 1.96.
-_T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}
+# Two-sided 95% Student-t quantiles t_{0.975, n-1} by sample size n; larger
+# samples use 1.96.
+_T975 = {
+  2: 12.706,
+  3: 4.303,
+  4: 3.182,
+  5: 2.776,
+  6: 2.571,
+  7: 2.447,
+  8: 2.365,
+  9: 2.306,
+  10: 2.262,
+}
 
 
 def ci95_halfwidth(x: Any) -> float:
-  """Half-width of the two-sided 95% t-interval of the mean: ``t_{0.975, n-1} · s / √n``.
+  """Half-width of the two-sided 95% t-interval of the mean:
+  ``t_{0.975, n-1} · s / √n``.
 
-  ``s`` is the sample standard deviation (``ddof=1``); for n > 10 the normal quantile 1.96
-  stands in for ``t``. Use it for a mean over seeds or splits (``mean ± ci95_halfwidth``).
-  Committed results were judged with this approximation, so it stays as it is; new code should
-  use :func:`jaxpapers.core.stats.t_interval` (exact t quantile for every n, any confidence) or
-  :func:`jaxpapers.core.stats.paired_difference` for two arms run on the same seeds.
+  ``s`` is the sample standard deviation (``ddof=1``); for n > 10 the normal
+  quantile 1.96 stands in for ``t``. Use it for a mean over seeds or splits
+  (``mean ± ci95_halfwidth``). Committed results were judged with this
+  approximation, so it stays as it is; new code should use
+  :func:`jaxpapers.core.stats.t_interval` (exact t quantile for every n, any
+  confidence) or :func:`jaxpapers.core.stats.paired_difference` for two arms run
+  on the same seeds.
 
   Args:
     x: ``[n]`` real values (one per seed, split or paired difference).
@@ -268,21 +337,23 @@ def ci95_halfwidth(x: Any) -> float:
   """
   a = np.asarray(x, np.float64)
   if a.ndim != 1:
-    raise ValueError(f"x must be 1-D (one value per seed or split), got shape {a.shape}")
+    raise ValueError(
+      f"x must be 1-D (one value per seed or split), got shape {a.shape}"
+    )
   n = a.shape[0]
   if n < 2:
     return float("nan")
   return float(_T975.get(n, 1.96) * a.std(ddof=1) / math.sqrt(n))
 
 
-# ------------------------------------------------------------------------------------- plots
+# ------------------------------------------------------------------------ plots
 
 
 def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
   r"""Least-squares fit of ``log y = a log x + b`` (float64).
 
-  Points with a non-finite x or y (a run that stopped) are ignored; a finite but non-positive
-  value has no logarithm and is an error, never silently dropped.
+  Points with a non-finite x or y (a run that stopped) are ignored; a finite but
+  non-positive value has no logarithm and is an error, never silently dropped.
 
   Args:
     x: [n] positive abscissae.
@@ -290,17 +361,19 @@ def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
 
   Returns:
     ``(a, se_a, b)``: the slope, its standard error
-    :math:`\sqrt{\mathrm{SSE}/(m-2) / \sum (\log x_i - \overline{\log x})^2}` over the m
-    points used (NaN when m = 2), and the intercept.
+    :math:`\sqrt{\mathrm{SSE}/(m-2) / \sum (\log x_i - \overline{\log x})^2}`
+    over the m points used (NaN when m = 2), and the intercept.
 
   Raises:
-    ValueError: if x and y differ in shape, a finite value is <= 0, or fewer than 2 usable
-      points (with distinct x) remain.
+    ValueError: if x and y differ in shape, a finite value is <= 0, or fewer
+      than 2 usable points (with distinct x) remain.
   """
   x = np.asarray(x, np.float64).ravel()
   y = np.asarray(y, np.float64).ravel()
   if x.shape != y.shape:
-    raise ValueError(f"x and y must have the same length, got {x.shape} and {y.shape}")
+    raise ValueError(
+      f"x and y must have the same length, got {x.shape} and {y.shape}"
+    )
   finite = np.isfinite(x) & np.isfinite(y)
   for name, v in (("x", x), ("y", y)):
     bad = finite & (v <= 0)
@@ -312,7 +385,9 @@ def fit_power_law(x: Any, y: Any) -> tuple[float, float, float]:
   ok = finite
   lx, ly = np.log(x[ok]), np.log(y[ok])
   if lx.size < 2 or np.ptp(lx) == 0:
-    raise ValueError(f"need >= 2 points with distinct positive x and positive y, got {lx.size}")
+    raise ValueError(
+      f"need >= 2 points with distinct positive x and positive y, got {lx.size}"
+    )
   mx = lx.mean()
   sxx = float(((lx - mx) ** 2).sum())
   a = float(((lx - mx) * (ly - ly.mean())).sum() / sxx)
@@ -332,7 +407,8 @@ class PowerLawFit(NamedTuple):
   Attributes:
     slope: the exponent :math:`a`; NaN with fewer than 2 usable points.
     intercept: :math:`b` (natural log); NaN with fewer than 2 usable points.
-    se: the slope's standard error (as in :func:`fit_power_law`); NaN with fewer than 3.
+    se: the slope's standard error (as in :func:`fit_power_law`); NaN with fewer
+      than 3.
     ci95: the half-width of the slope's two-sided 95% t-interval,
       :math:`t_{0.975,\,n-2} \cdot` ``se``; NaN with fewer than 3 points.
     n: the number of points used.
@@ -346,11 +422,13 @@ class PowerLawFit(NamedTuple):
 
 
 def power_law_fit(x: Any, y: Any, *, min_x: float = -math.inf) -> PowerLawFit:
-  r"""The exponent of a measured scaling curve: a log-log fit over its usable points.
+  r"""The exponent of a measured scaling curve: a log-log fit over its usable
+  points.
 
-  A point is used when ``x >= min_x`` and both ``x`` and ``y`` are finite and > 0; the others
-  (sizes below the fitted range, runs that stopped or ran out of memory and recorded NaN, 0 or
-  a negative sentinel) are left out, never an error. The fit is :func:`fit_power_law`'s.
+  A point is used when ``x >= min_x`` and both ``x`` and ``y`` are finite and >
+  0; the others (sizes below the fitted range, runs that stopped or ran out of
+  memory and recorded NaN, 0 or a negative sentinel) are left out, never an
+  error. The fit is :func:`fit_power_law`'s.
 
   Args:
     x: ``[m]`` abscissae (sizes, view counts, lengths).
@@ -358,8 +436,9 @@ def power_law_fit(x: Any, y: Any, *, min_x: float = -math.inf) -> PowerLawFit:
     min_x: the smallest ``x`` in the fit (the start of the asymptotic regime).
 
   Returns:
-    A :class:`PowerLawFit` over the ``n`` used points: slope and intercept NaN when n < 2 (or
-    every used ``x`` is the same), ``se`` and ``ci95`` NaN when n < 3.
+    A :class:`PowerLawFit` over the ``n`` used points: slope and intercept NaN
+    when n < 2 (or every used ``x`` is the same), ``se`` and ``ci95`` NaN when n
+    < 3.
 
   Raises:
     ValueError: ``x`` and ``y`` differ in shape.
@@ -372,7 +451,9 @@ def power_law_fit(x: Any, y: Any, *, min_x: float = -math.inf) -> PowerLawFit:
   x = np.asarray(x, np.float64).ravel()
   y = np.asarray(y, np.float64).ravel()
   if x.shape != y.shape:
-    raise ValueError(f"x and y must have the same length, got {x.shape} and {y.shape}")
+    raise ValueError(
+      f"x and y must have the same length, got {x.shape} and {y.shape}"
+    )
   keep = (x >= min_x) & np.isfinite(x) & (x > 0) & np.isfinite(y) & (y > 0)
   n = int(keep.sum())
   nan = float("nan")
@@ -383,7 +464,9 @@ def power_law_fit(x: Any, y: Any, *, min_x: float = -math.inf) -> PowerLawFit:
     return PowerLawFit(slope, intercept, se, nan, n)
   from scipy import stats as sps  # pylint: disable=import-outside-toplevel
 
-  return PowerLawFit(slope, intercept, se, float(sps.t.ppf(0.975, n - 2) * se), n)
+  return PowerLawFit(
+    slope, intercept, se, float(sps.t.ppf(0.975, n - 2) * se), n
+  )
 
 
 def _pyplot():
@@ -434,13 +517,19 @@ def curves_plot(
     x = np.asarray(x, np.float64)
     y = np.atleast_2d(np.asarray(y, np.float64))
     if y.shape[-1] != x.shape[0]:
-      raise ValueError(f"curves[{label!r}]: y must be [seeds, {x.shape[0]}], got {y.shape}")
+      raise ValueError(
+        f"curves[{label!r}]: y must be [seeds, {x.shape[0]}], got {y.shape}"
+      )
     mean = y.mean(0)
     color = f"C{i % 10}"
     seeds = f" ({y.shape[0]} seeds)" if y.shape[0] > 1 else ""
     ax.plot(x, mean, color=color, label=label + seeds)
     if y.shape[0] > 1:
-      lo, hi = (mean - y.std(0), mean + y.std(0)) if band == "std" else (y.min(0), y.max(0))
+      lo, hi = (
+        (mean - y.std(0), mean + y.std(0))
+        if band == "std"
+        else (y.min(0), y.max(0))
+      )
       ax.fill_between(x, lo, hi, color=color, alpha=0.2, lw=0)
   if logy:
     ax.set_yscale("log")
@@ -463,13 +552,14 @@ def grouped_bars(
 
   Args:
     groups: the group names on the x axis (e.g. datasets).
-    series: ``{label: (means [G], errors [G] or None)}``: one bar per group per series;
-      a NaN mean draws no bar.
+    series: ``{label: (means [G], errors [G] or None)}``: one bar per group per
+      series; a NaN mean draws no bar.
     ylabel: the y axis label.
     title: the title.
     horizontal_line: draw a reference line at this y (e.g. 0 or chance).
     ax: an existing axes to draw into (else a new figure).
-    figsize: size in inches of a new figure (default: widens with the number of groups).
+    figsize: size in inches of a new figure (default: widens with the number of
+      groups).
 
   Returns:
     The figure.
@@ -492,12 +582,21 @@ def grouped_bars(
         f"series[{label!r}]: errors must have one value per group "
         f"({len(groups)}) or be None, got shape {errs.shape}"
       )
-    ax.bar(xs + (j - (n - 1) / 2) * w, np.nan_to_num(means), w, yerr=errs, capsize=2, label=label)
+    ax.bar(
+      xs + (j - (n - 1) / 2) * w,
+      np.nan_to_num(means),
+      w,
+      yerr=errs,
+      capsize=2,
+      label=label,
+    )
   if horizontal_line is not None:
     ax.axhline(horizontal_line, color="k", lw=0.8)
   ax.set_xticks(xs)
   ax.set_xticklabels(
-    groups, rotation=30 if len(groups) > 4 else 0, ha="right" if len(groups) > 4 else "center"
+    groups,
+    rotation=30 if len(groups) > 4 else 0,
+    ha="right" if len(groups) > 4 else "center",
   )
   ax.set(ylabel=ylabel, title=title)
   ax.legend(fontsize=7)
@@ -514,10 +613,12 @@ def scaling_plot(
   ax: Axes | None = None,
   figsize: tuple[float, float] = (5, 4),
 ) -> FigureBase:
-  """Log-log scaling plot with the fitted exponent (± its standard error) in the legend.
+  """Log-log scaling plot with the fitted exponent (± its standard error) in the
+  legend.
 
   Args:
-    series: ``{label: (x [n], y [n])}``; non-finite y (a run that stopped) is skipped.
+    series: ``{label: (x [n], y [n])}``; non-finite y (a run that stopped) is
+      skipped.
     fit_min_x: fit only points with ``x >= fit_min_x``.
     xlabel: the x axis label.
     ylabel: the y axis label.
@@ -526,7 +627,8 @@ def scaling_plot(
     figsize: size in inches of a new figure.
 
   Returns:
-    The figure (the fits are in ``fig.scaling_fits``: ``{label: (slope, se, intercept)}``).
+    The figure (the fits are in ``fig.scaling_fits``: ``{label: (slope, se,
+    intercept)}``).
   """
   fig, ax = _axes(ax, figsize)
   fits = {}
@@ -535,7 +637,8 @@ def scaling_plot(
     y = np.asarray(y, np.float64).ravel()
     if x.shape != y.shape:
       raise ValueError(
-        f"series[{label!r}]: x and y must have the same length, got {x.shape} and {y.shape}"
+        f"series[{label!r}]: x and y must have the same length, "
+        f"got {x.shape} and {y.shape}"
       )
     keep = np.isfinite(y)
     color = f"C{i % 10}"
@@ -544,7 +647,9 @@ def scaling_plot(
     try:
       a, se, b = fit_power_law(x[sel], y[sel])
       fits[label] = (a, se, b)
-      text += f" (slope {a:.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}") + ")"
+      text += (
+        f" (slope {a:.2f}" + ("" if math.isnan(se) else f" ± {se:.2f}") + ")"
+      )
       xf = x[sel]
       ax.plot(xf, np.exp(b) * xf**a, ls=":", color=color, lw=1)
     except ValueError:
@@ -555,7 +660,8 @@ def scaling_plot(
   ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
   ax.grid(True, which="both", alpha=0.3)
   ax.legend(fontsize=7)
-  # An attribute this function adds to the Figure (documented above), unknown to its class.
+  # An attribute this function adds to the Figure (documented above), unknown to
+  # its class.
   fig.scaling_fits = fits  # pyright: ignore[reportAttributeAccessIssue]
   return fig
 
@@ -564,7 +670,10 @@ def _main(argv: Sequence[str]) -> int:
   import json  # pylint: disable=import-outside-toplevel
 
   if len(argv) < 2:
-    print("usage: python -m jaxpapers.core.report <results.json> [<results.json> ...]")
+    print(
+      "usage: python -m jaxpapers.core.report <results.json> [<results.json> "
+      "...]"
+    )
     return 2
   for p in argv[1:]:
     with open(p, encoding="utf-8") as f:

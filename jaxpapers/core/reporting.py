@@ -1,12 +1,13 @@
 r"""Declared tables and figures, rendered from a results record.
 
 An experiment does not build markdown or call matplotlib: its config declares a
-:class:`Report` (tables and figures whose cells and series are *paths* into the record that
-:func:`jaxpapers.core.write_results` writes), and the harness renders it. ``write_results``
-renders the config's ``report`` field: the figures become ``<workdir>/<name>.png`` and the
-tables the record's ``table_markdown``. ``python -m experiments.report --render`` re-renders
-them from a committed ``results.json``, with no run (``--check``: render to a scratch folder
-and fail on a missing path or a figure the record does not list).
+:class:`Report` (tables and figures whose cells and series are *paths* into the
+record that :func:`jaxpapers.core.write_results` writes), and the harness
+renders it. ``write_results`` renders the config's ``report`` field: the figures
+become ``<workdir>/<name>.png`` and the tables the record's ``table_markdown``.
+``python -m experiments.report --render`` re-renders them from a committed
+``results.json``, with no run (``--check``: render to a scratch folder and fail
+on a missing path or a figure the record does not list).
 
 Paths
   A path is dotted (:func:`jaxpapers.core.claims.lookup`): ``metrics.summary.lse.best_loss``,
@@ -34,13 +35,14 @@ Expansion
   key, ``where`` keeps those whose relative paths equal the given values. A :class:`Series`
   with ``points`` draws one point per entry instead (x = the entry's ``x`` path or its key).
 
-Columns can be written compactly: ``columns("setting={key}; best=best.mean:.3f±best.std")``
-(:func:`columns`).
+Columns can be written compactly: ``columns("setting={key};
+best=best.mean:.3f±best.std")`` (:func:`columns`).
 
-Figure kinds (``Panel.kind``): ``line`` (lines/markers, ``err`` (or an interval ``lo`` / ``hi``)
-as error bars or with ``band`` as a shaded band), ``scatter``, ``bars`` (grouped bars over the x labels), ``hbars``
-(horizontal bars: one bar per y label), ``scaling`` (log-log with the fitted exponent ± its
-standard error in the legend, :func:`jaxpapers.core.report.fit_power_law`); new kinds with
+Figure kinds (``Panel.kind``): ``line`` (lines/markers, ``err`` (or an interval
+``lo`` / ``hi``) as error bars or with ``band`` as a shaded band), ``scatter``,
+``bars`` (grouped bars over the x labels), ``hbars`` (horizontal bars: one bar
+per y label), ``scaling`` (log-log with the fitted exponent ± its standard error
+in the legend, :func:`jaxpapers.core.report.fit_power_law`); new kinds with
 :func:`register_kind`.
 
 Example::
@@ -79,9 +81,10 @@ Example::
     ...
     c.report = REPORT  # write_results renders it; it is not copied into results.json
 
-and by hand: ``reporting.render(REPORT, record, workdir)`` returns ``(markdown, [png paths])``;
-``render_table(table, record)`` one table's markdown; ``render_figure(fig, record, workdir)``
-one PNG. Images a record does not hold (generated samples) are drawn from the run's arrays by
+and by hand: ``reporting.render(REPORT, record, workdir)`` returns
+``(markdown, [png paths])``; ``render_table(table, record)`` one table's
+markdown; ``render_figure(fig, record, workdir)`` one PNG. Images a record does
+not hold (generated samples) are drawn from the run's arrays by
 :func:`save_image_grids`.
 """
 
@@ -100,7 +103,7 @@ import numpy as np
 from jaxpapers.core import claims as claims_lib
 from jaxpapers.core import report as report_lib
 
-# --------------------------------------------------------------------------------- specs
+# ------------------------------------------------------------------------ specs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,13 +112,17 @@ class Column:
 
   Args:
     header: the column title (a template, read against the record).
-    value: a path of the cell's value (formatted with ``fmt``), or a template with ``{...}``.
+    value: a path of the cell's value (formatted with ``fmt``), or a template
+      with ``{...}``.
     fmt: the format spec of a path's value (``'.3f'``, ``'.1%'``, ``'d'``).
-    err: a path of a spread printed as ``value ± err`` (same format; a NaN spread is left out).
-    missing: the text of a cell whose path is absent (None: an absent path is an error).
-    over: one column per item of this list (read against the record, e.g. ``config.widths``):
-      ``[i]`` in ``header``, ``value`` and ``err`` becomes the item's index, ``[v]`` its text
-      (``Column("width [v]", "loss.[i]", over="config.widths")``).
+    err: a path of a spread printed as ``value ± err`` (same format; a NaN
+      spread is left out).
+    missing: the text of a cell whose path is absent (None: an absent path is an
+      error).
+    over: one column per item of this list (read against the record, e.g.
+      ``config.widths``): ``[i]`` in ``header``, ``value`` and ``err`` becomes
+      the item's index, ``[v]`` its text (``Column("width [v]", "loss.[i]",
+      over="config.widths")``).
   """
 
   header: str
@@ -127,11 +134,13 @@ class Column:
 
 
 def columns(spec: str, **kwargs: Any) -> tuple[Column, ...]:
-  """Columns written compactly: ``'header=value:fmt±err; ...'``, one column per ``;`` item.
+  """Columns written compactly: ``'header=value:fmt±err; ...'``, one column per
+  ``;`` item.
 
-  The last ``=`` outside braces ends the header (a template too: ``K={config.k}``).
-  ``value`` is a path (``:fmt`` its format, ``±err`` the path of its spread) or a template
-  (holding ``{``; taken whole); a bare ``header`` is also the path. Example::
+  The last ``=`` outside braces ends the header (a template too:
+  ``K={config.k}``). ``value`` is a path (``:fmt`` its format, ``±err`` the path
+  of its spread) or a template (holding ``{``; taken whole); a bare ``header``
+  is also the path. Example::
 
     columns("setting={key}; K; best loss=best.mean:.3f±best.std; acc=acc:.1%")
 
@@ -162,19 +171,22 @@ class Table:
   """A markdown table: one row per entry of ``over`` (or per path of ``rows``).
 
   Args:
-    columns: the columns; none (and no rows): the table is its ``title`` alone, a paragraph.
+    columns: the columns; none (and no rows): the table is its ``title`` alone,
+      a paragraph.
     over: a path (with optional ``*`` levels) whose entries are the rows.
-    rows: instead of ``over``, explicit row paths (each row's key is its last segment);
-      neither: the table is its ``extra_rows``.
+    rows: instead of ``over``, explicit row paths (each row's key is its last
+      segment); neither: the table is its ``extra_rows``.
     keys: keep only these entry keys, in this order.
-    where: keep entries whose relative path equals the value (``{'family': 'adamw'}``).
+    where: keep entries whose relative path equals the value
+      (``{'family': 'adamw'}``).
     labels: display names by key, available to templates as ``{label}``.
     title: a template paragraph printed above the table (e.g. ``'**digits**'``).
-    extra_rows: rows appended as given (templates read against the record), e.g. a reference.
-    when: a path that must exist (and not be None/False) for the table to be rendered
-      (``'!path'``: must not); the same for every ``when`` below.
-    each: one copy of the table per entry of this path (e.g. per budget), read in that entry
-      (``over``, templates) first.
+    extra_rows: rows appended as given (templates read against the record), e.g.
+      a reference.
+    when: a path that must exist (and not be None/False) for the table to be
+      rendered (``'!path'``: must not); the same for every ``when`` below.
+    each: one copy of the table per entry of this path (e.g. per budget), read
+      in that entry (``over``, templates) first.
   """
 
   columns: tuple[Column, ...]
@@ -194,32 +206,36 @@ class Series:
   """One drawn series of a panel.
 
   Args:
-    y: a path of the values (a list, or a scalar with ``points``), a number, or a tuple of
-      paths/numbers (one value each).
-    x: a path of the abscissae (default: 0..n-1, or the labels with ``points``); or a tuple
-      of values (numbers, or text labels: the bars' groups).
+    y: a path of the values (a list, or a scalar with ``points``), a number, or
+      a tuple of paths/numbers (one value each).
+    x: a path of the abscissae (default: 0..n-1, or the labels with ``points``);
+      or a tuple of values (numbers, or text labels: the bars' groups).
     label: a legend template (``'{key}'``); '' draws no legend entry.
-    err: a path (or tuple of paths) of the half-widths (error bars, or a band with ``band``).
-    lo: instead of ``err``, a path (or tuple of paths) of an interval's lower ends (a 95 %
-      interval around the mean, not symmetric): drawn from ``lo`` to ``hi`` (``line`` kind).
+    err: a path (or tuple of paths) of the half-widths (error bars, or a band
+      with ``band``).
+    lo: instead of ``err``, a path (or tuple of paths) of an interval's lower
+      ends (a 95 % interval around the mean, not symmetric): drawn from ``lo``
+      to ``hi`` (``line`` kind).
     hi: the interval's upper ends (with ``lo``).
-    band: draw ``err`` (or ``lo`` / ``hi``) as a shaded band; a 2-D ``y`` [seeds, T] gets its
-      seed-std band.
+    band: draw ``err`` (or ``lo`` / ``hi``) as a shaded band; a 2-D ``y``
+      [seeds, T] gets its seed-std band.
     style: a matplotlib format string (``'o-'``, ``'s--'``, ``':'``).
     color: a matplotlib colour; default: the next of the cycle.
     over: one series per entry of this path.
-    points: one point per entry of this path (y, x and err read relative to the entry; x may
-      be a template such as ``'{key}'``).
+    points: one point per entry of this path (y, x and err read relative to the
+      entry; x may be a template such as ``'{key}'``).
     keys: keep only these entries of ``over`` / ``points``, in this order.
     where: keep the entries whose relative path equals the value.
     labels: display names by key (``{label}``).
-    when: a path that must exist (and not be None/False) for the series to be drawn; with
-      ``over`` / ``points``, read in each entry (only the entries that hold an arm).
-    annotate: True writes the label beside each point (``line`` kind) instead of in the
-      legend; a template (with ``points``) writes it, read in each entry, beside that point.
+    when: a path that must exist (and not be None/False) for the series to be
+      drawn; with ``over`` / ``points``, read in each entry (only the entries
+      that hold an arm).
+    annotate: True writes the label beside each point (``line`` kind) instead of
+      in the legend; a template (with ``points``) writes it, read in each entry,
+      beside that point.
     xerr: a path (or tuple of paths) of horizontal half-widths (``line`` kind).
-    sort: with ``points``, order the points by this path, read in each entry (a line's
-      order); a ``points`` series with no entry is not drawn.
+    sort: with ``points``, order the points by this path, read in each entry (a
+      line's order); a ``points`` series with no entry is not drawn.
   """
 
   y: str | float | tuple[Any, ...]
@@ -244,7 +260,8 @@ class Series:
 
 @dataclasses.dataclass(frozen=True)
 class Line:
-  """A reference line across a panel: horizontal at ``y`` (``vertical``: at x = ``y``).
+  """A reference line across a panel: horizontal at ``y`` (``vertical``: at x =
+  ``y``).
 
   Args:
     y: a path or a number.
@@ -252,7 +269,8 @@ class Line:
     style: the line style (``':'``, ``'--'``, ``'-'``).
     color: the colour.
     vertical: draw at x = ``y`` instead.
-    when: a path that must exist (and not be None/False) for the line to be drawn.
+    when: a path that must exist (and not be None/False) for the line to be
+      drawn.
   """
 
   y: str | float
@@ -269,24 +287,26 @@ class Panel:
 
   Args:
     series: the series.
-    kind: ``'line'``, ``'scatter'``, ``'bars'``, ``'hbars'``, ``'scaling'`` or a registered
-      kind (:func:`register_kind`).
+    kind: ``'line'``, ``'scatter'``, ``'bars'``, ``'hbars'``, ``'scaling'`` or a
+      registered kind (:func:`register_kind`).
     title: template.
     xlabel: template.
     ylabel: template.
     logx: log scale on x.
     logy: log scale on y.
     lines: reference lines.
-    over: one panel per entry of this path (its entries are the series' first scope).
+    over: one panel per entry of this path (its entries are the series' first
+      scope).
     keys: keep only these entries of ``over``, in this order.
     labels: display names by key (``{label}``).
-    diagonal: draw y = x (with ``diagonal > 0``: and a band of that half-width around it).
+    diagonal: draw y = x (with ``diagonal > 0``: and a band of that half-width
+      around it).
     legend: draw the legend (when any series or line has a label).
     xticks: put the ticks at the x values of the first series (no minor ticks).
     ylim: (low, high) of the y axis, None for matplotlib's choice.
-    when: a path that must exist (and not be None/False) for the panel to be drawn; with
-      ``over``, read in each entry (an entry without it, such as a protocol that did not run,
-      gets no panel).
+    when: a path that must exist (and not be None/False) for the panel to be
+      drawn; with ``over``, read in each entry (an entry without it, such as a
+      protocol that did not run, gets no panel).
   """
 
   series: tuple[Series, ...]
@@ -309,15 +329,17 @@ class Panel:
 
 @dataclasses.dataclass(frozen=True)
 class Figure:
-  """One PNG, ``<workdir>/<name>.png``: its panels side by side (``ncols`` per row).
+  """One PNG, ``<workdir>/<name>.png``: its panels side by side (``ncols`` per
+  row).
 
   Args:
     name: the file stem.
     panels: the panels (each may expand into several).
     size: inches of one panel.
     ncols: panels per row (default: all in one row).
-    when: a path that must exist (and not be None/False) for the figure to be drawn; a figure
-      whose panels all fail their own ``when`` is not drawn either.
+    when: a path that must exist (and not be None/False) for the figure to be
+      drawn; a figure whose panels all fail their own ``when`` is not drawn
+      either.
     title: a template drawn above all panels (the figure's title), '' for none.
   """
 
@@ -328,12 +350,16 @@ class Figure:
   when: str | None = None
   title: str = ""
 
-  def __init__(self, name, *panels, size=(5.0, 3.8), ncols=None, when=None, title=""):
+  def __init__(
+    self, name, *panels, size=(5.0, 3.8), ncols=None, when=None, title=("")
+  ):
     if len(panels) == 1 and isinstance(panels[0], (tuple, list)):
       panels = tuple(panels[0])
     for i, p in enumerate(panels):
       if not isinstance(p, Panel):
-        raise TypeError(f"Figure {name!r}: panels[{i}] must be a Panel, got {p!r}"[:200])
+        raise TypeError(
+          f"Figure {name!r}: panels[{i}] must be a Panel, got {p!r}"[:200]
+        )
     object.__setattr__(self, "name", name)
     object.__setattr__(self, "panels", tuple(panels))
     object.__setattr__(self, "size", tuple(size))
@@ -344,13 +370,15 @@ class Figure:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-  """Everything an experiment reports: tables (joined into ``table_markdown``) and figures.
+  """Everything an experiment reports: tables (joined into ``table_markdown``)
+  and figures.
 
   Args:
     tables: the tables, in order (blank lines between them).
     figures: the figures.
-    view: ``"module:function"``: a pure function ``record -> mapping`` whose result is
-      readable as ``view.<...>`` (for selections a path cannot express).
+    view: ``"module:function"``: a pure function ``record -> mapping`` whose
+      result is readable as ``view.<...>`` (for selections a path cannot
+      express).
   """
 
   tables: tuple[Table, ...] = ()
@@ -358,7 +386,7 @@ class Report:
   view: str | None = None
 
 
-# --------------------------------------------------------------------------------- scope
+# ------------------------------------------------------------------------ scope
 
 
 class Scope:
@@ -366,10 +394,13 @@ class Scope:
 
   Args:
     record: the results record (``claims`` as a list, as written, or by id).
-    frames: ``(value, names)`` pairs, innermost first; ``names`` are ``key``, ``label``, ...
+    frames: ``(value, names)`` pairs, innermost first; ``names`` are ``key``,
+      ``label``, ...
   """
 
-  def __init__(self, record: Mapping[str, Any], frames: Sequence[tuple[Any, Mapping]] = ()):
+  def __init__(
+    self, record: Mapping[str, Any], frames: Sequence[tuple[Any, Mapping]] = ()
+  ):
     self.record = record
     self.frames = tuple(frames)
 
@@ -400,11 +431,13 @@ class Scope:
       return claims_lib.lookup(self.record, path)
     except (KeyError, IndexError) as e:
       where = " (nor in the entries being expanded)" if self.frames else ""
-      raise KeyError(f"metric path {path!r} is not in the results record{where}: {e}") from None
+      raise KeyError(
+        f"metric path {path!r} is not in the results record{where}: {e}"
+      ) from None
 
   def has(self, path: str | None) -> bool:
-    """Whether ``path`` resolves to something other than None/False (None path: True);
-    ``'!path'``: whether it does not."""
+    """Whether ``path`` resolves to something other than None/False (None path:
+    True); ``'!path'``: whether it does not."""
     if path is None:
       return True
     if path.startswith("!"):
@@ -427,29 +460,39 @@ _REDUCERS: dict[str, Callable[[np.ndarray], Any]] = {
 
 
 def reduce_value(value: Any, ops: Sequence[str], path: str = "") -> Any:
-  """``value`` (a list of numbers) reduced by each of ``ops`` in turn (``'mean'``, ``'std'``,
-  ``'min'``, ``'max'``, ``'sum'``, ``'len'``); a path ``'x|mean'`` reads this way.
+  """``value`` (a list of numbers) reduced by each of ``ops`` in turn
+  (``'mean'``, ``'std'``, ``'min'``, ``'max'``, ``'sum'``, ``'len'``); a path
+  ``'x|mean'`` reads this way.
 
   Returns:
     A float (an int for ``len``).
   """
   for op in ops:
     if op not in _REDUCERS:
-      raise KeyError(f"metric path {path!r}: unknown reducer {op!r}; known: {sorted(_REDUCERS)}")
+      raise KeyError(
+        f"metric path {path!r}: unknown reducer {op!r}; known: "
+        f"{sorted(_REDUCERS)}"
+      )
     if op == "len":
       value = len(value)
       continue
-    arr = np.asarray([np.nan if v is None else _number(v) for v in value], np.float64)
+    arr = np.asarray(
+      [np.nan if v is None else _number(v) for v in value], np.float64
+    )
     value = float(_REDUCERS[op](arr))
   return value
 
 
-def record_view(record: Mapping[str, Any], view: str | None = None) -> dict[str, Any]:
-  """``record`` with ``claims`` keyed by claim id and, with ``view``, a ``view`` entry.
+def record_view(
+  record: Mapping[str, Any], view: str | None = None
+) -> dict[str, Any]:
+  """``record`` with ``claims`` keyed by claim id and, with ``view``, a ``view``
+  entry.
 
   Args:
     record: a results record.
-    view: ``"module:function"`` of a pure ``record -> mapping`` function, or None.
+    view: ``"module:function"`` of a pure ``record -> mapping`` function, or
+      None.
 
   Returns:
     A shallow copy of ``record``.
@@ -457,7 +500,11 @@ def record_view(record: Mapping[str, Any], view: str | None = None) -> dict[str,
   out = dict(record)
   claims = record.get("claims")
   if isinstance(claims, list):
-    out["claims"] = {c["claim_id"]: c for c in claims if isinstance(c, Mapping) and "claim_id" in c}
+    out["claims"] = {
+      c["claim_id"]: c
+      for c in claims
+      if isinstance(c, Mapping) and "claim_id" in c
+    }
   if view:
     out["view"] = resolve_function(view)(record)
   return out
@@ -476,7 +523,10 @@ def _entries(value: Any, path: str) -> list[tuple[Any, Any]]:
     return list(value.items())
   if isinstance(value, (list, tuple)):
     return list(enumerate(value))
-  raise KeyError(f"over path {path!r} must name a mapping or a list, got {type(value).__name__}")
+  raise KeyError(
+    f"over path {path!r} must name a mapping or a list, "
+    f"got {type(value).__name__}"
+  )
 
 
 def expand(
@@ -487,19 +537,22 @@ def expand(
   where: Mapping[str, Any] | None = None,
   labels: Mapping[str, str] | None = None,
 ) -> Iterator[Scope]:
-  """The child scopes of the entries of ``over`` (``*`` segments expand intermediate levels).
+  """The child scopes of the entries of ``over`` (``*`` segments expand
+  intermediate levels).
 
   Args:
     scope: where ``over`` is resolved.
-    over: the path; each ``*`` adds a level: ``a.*.b``: every entry of ``b`` under every
-      entry of ``a``; ``a.*``: every entry of every entry of ``a``.
-    keys: keep only entries whose key (its ``str``) is one of these, in this order.
+    over: the path; each ``*`` adds a level: ``a.*.b``: every entry of ``b``
+      under every entry of ``a``; ``a.*``: every entry of every entry of ``a``.
+    keys: keep only entries whose key (its ``str``) is one of these, in this
+      order.
     where: keep entries whose relative path equals the value.
     labels: display names by key (``label``); default the key.
 
   Yields:
-    One scope per entry: its value innermost, with ``key`` (the last level's key; ``key0``,
-    ``key1`` for each level), ``label`` and ``index`` (0, 1, ... among those kept).
+    One scope per entry: its value innermost, with ``key`` (the last level's
+    key; ``key0``, ``key1`` for each level), ``label`` and ``index`` (0, 1, ...
+    among those kept).
   """
   parts = [p.strip(".") for p in over.split("*")]
   if not parts[0]:
@@ -509,7 +562,9 @@ def expand(
     entries = [
       (ks + (k,), v)
       for ks, node in entries
-      for k, v in _entries(scope.get(part) if node is None else _lookup(node, part, over), over)
+      for k, v in _entries(
+        scope.get(part) if node is None else _lookup(node, part, over), over
+      )
     ]
   if keys is not None:
     by_key = {str(ks[-1]): (ks, v) for ks, v in entries}
@@ -517,7 +572,9 @@ def expand(
   kept = 0
   for ks, v in entries:
     names = {f"key{j}": k for j, k in enumerate(ks)}
-    names.update(key=ks[-1], label=(labels or {}).get(str(ks[-1]), ks[-1]), index=kept)
+    names.update(
+      key=ks[-1], label=(labels or {}).get(str(ks[-1]), ks[-1]), index=kept
+    )
     child = scope.child(v, names)
     if where and any(_safe_get(child, p) != want for p, want in where.items()):
       continue
@@ -541,15 +598,17 @@ def _safe_get(scope: Scope, path: str) -> Any:
     return None
 
 
-# ----------------------------------------------------------------------------- templates
+# -------------------------------------------------------------------- templates
 
 
 def format_value(value: Any, fmt: str | None = None) -> str:
-  """One value as text: None/NaN ``-``, text as is, lists joined by ``/``, numbers by ``fmt``.
+  """One value as text: None/NaN ``-``, text as is, lists joined by ``/``,
+  numbers by ``fmt``.
 
   Args:
     value: a number, string, bool, None or a list of them.
-    fmt: a format spec; None: :func:`jaxpapers.core.report.format_cell`'s default.
+    fmt: a format spec; None: :func:`jaxpapers.core.report.format_cell`'s
+      default.
 
   Returns:
     The text.
@@ -558,11 +617,18 @@ def format_value(value: Any, fmt: str | None = None) -> str:
     return "/".join(format_value(v, fmt) for v in value)
   value = _number(value)
   if value is None or isinstance(value, str) or fmt is None:
-    return report_lib.format_cell(value) if fmt is None else ("-" if value is None else value)
+    return (
+      report_lib.format_cell(value)
+      if fmt is None
+      else ("-" if value is None else value)
+    )
   if isinstance(value, (bool, np.bool_)):
     return str(bool(value))
   if isinstance(value, (numbers.Real, np.generic)):
-    if isinstance(value, (numbers.Integral, np.integer)) and fmt[-1:] not in "eEfFgG%":
+    if (
+      isinstance(value, (numbers.Integral, np.integer))
+      and fmt[-1:] not in "eEfFgG%"
+    ):
       return format(int(value), fmt)
     v = float(value)
     return "-" if math.isnan(v) else format(v, fmt)
@@ -570,7 +636,8 @@ def format_value(value: Any, fmt: str | None = None) -> str:
 
 
 def fill(template: str, scope: Scope) -> str:
-  """``template`` with each ``{path}`` / ``{path:fmt}`` replaced (``{{`` and ``}}``: braces).
+  """``template`` with each ``{path}`` / ``{path:fmt}`` replaced (``{{`` and
+  ``}}``: braces).
 
   Raises:
     KeyError: naming a path that does not resolve.
@@ -596,12 +663,14 @@ def fill(template: str, scope: Scope) -> str:
   return "".join(out)
 
 
-# --------------------------------------------------------------------------------- tables
+# ----------------------------------------------------------------------- tables
 
 
 def _rows(table: Table, scope: Scope) -> Iterator[Scope]:
   if table.over is not None:
-    yield from expand(scope, table.over, keys=table.keys, where=table.where, labels=table.labels)
+    yield from expand(
+      scope, table.over, keys=table.keys, where=table.where, labels=table.labels
+    )
     return
   for i, path in enumerate(table.rows):
     key = path.rsplit(".", 1)[-1]
@@ -609,11 +678,13 @@ def _rows(table: Table, scope: Scope) -> Iterator[Scope]:
     yield scope.child(scope.get(path), {"key": key, "label": label, "index": i})
 
 
-_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}  # as write_results writes them
+# as write_results writes them
+_NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 
 
 def _number(value: Any) -> Any:
-  """``value``, with the text a results record holds for NaN and infinities as floats."""
+  """``value``, with the text a results record holds for NaN and infinities as
+  floats."""
   return _NONFINITE.get(value, value) if isinstance(value, str) else value
 
 
@@ -639,10 +710,16 @@ def _expand_column(col: Column, scope: Scope) -> list[Column]:
     return [col]
   items = scope.get(col.over)
   if not isinstance(items, (list, tuple)):
-    raise KeyError(f"Column over path {col.over!r} must name a list, got {items!r}"[:200])
+    raise KeyError(
+      f"Column over path {col.over!r} must name a list, got {items!r}"[:200]
+    )
 
   def sub(text, i, v):
-    return None if text is None else text.replace("[i]", str(i)).replace("[v]", format_value(v))
+    return (
+      None
+      if text is None
+      else text.replace("[i]", str(i)).replace("[v]", format_value(v))
+    )
 
   return [
     dataclasses.replace(
@@ -656,8 +733,11 @@ def _expand_column(col: Column, scope: Scope) -> list[Column]:
   ]
 
 
-def render_table(table: Table, record: Mapping[str, Any], *, view: str | None = None) -> str:
-  """One table as markdown (its title, a blank line, the table); '' when ``when`` fails.
+def render_table(
+  table: Table, record: Mapping[str, Any], *, view: str | None = None
+) -> str:
+  """One table as markdown (its title, a blank line, the table); '' when
+  ``when`` fails.
 
   Args:
     table: the spec.
@@ -682,34 +762,44 @@ def _render_table(table: Table, scope: Scope) -> str:
     parts = [_render_table(one, entry) for entry in expand(scope, table.each)]
     return "\n\n".join(p for p in parts if p)
   if table.over is not None and table.rows:
-    raise ValueError("a Table takes over= (a path to expand) or rows= (paths), not both")
-  if not table.columns and table.over is None and not table.rows and not table.extra_rows:
+    raise ValueError(
+      "a Table takes over= (a path to expand) or rows= (paths), not both"
+    )
+  if (
+    not table.columns
+    and table.over is None
+    and not table.rows
+    and not table.extra_rows
+  ):
     return fill(table.title, scope)
   columns = [e for c in table.columns for e in _expand_column(c, scope)]
   headers = [fill(c.header, scope) for c in columns]
   rows = [[_cell(c, row) for c in columns] for row in _rows(table, scope)]
   for extra in table.extra_rows:
     if len(extra) != len(headers):
-      raise ValueError(f"extra row {extra!r} has {len(extra)} cells, expected {len(headers)}")
+      raise ValueError(
+        f"extra row {extra!r} has {len(extra)} cells, expected {len(headers)}"
+      )
     rows.append([fill(t, scope) for t in extra])
   text = report_lib.markdown_table(headers, rows)
   title = fill(table.title, scope) if table.title else ""
   return f"{title}\n\n{text}" if title else text
 
 
-# -------------------------------------------------------------------------------- figures
+# ---------------------------------------------------------------------- figures
 
 PlotKind = Callable[[Any, Panel, list[dict[str, Any]]], None]
 _KINDS: dict[str, PlotKind] = {}
 
 
 def register_kind(name: str) -> Callable[[PlotKind], PlotKind]:
-  """Registers a plot kind: ``fn(ax, panel, series)`` draws the resolved ``series``.
+  """Registers a plot kind: ``fn(ax, panel, series)`` draws the resolved
+  ``series``.
 
-  Each resolved series is a dict with ``x`` ([n] array, or labels for bars), ``y`` ([n] or
-  [seeds, n]), ``err`` ([n] half-widths, [2, n] distances below and above ``y`` from a
-  series' ``lo`` / ``hi``, or None), ``label``, ``color``, ``style``, ``band`` and ``notes``
-  (None, or one text per point).
+  Each resolved series is a dict with ``x`` ([n] array, or labels for bars),
+  ``y`` ([n] or [seeds, n]), ``err`` ([n] half-widths, [2, n] distances below
+  and above ``y`` from a series' ``lo`` / ``hi``, or None), ``label``,
+  ``color``, ``style``, ``band`` and ``notes`` (None, or one text per point).
 
   Args:
     name: the kind's name (``Panel.kind``).
@@ -728,14 +818,17 @@ def register_kind(name: str) -> Callable[[PlotKind], PlotKind]:
 def _array(value: Any, path: Any) -> np.ndarray:
   try:
     if isinstance(value, (list, tuple)):
-      return np.asarray([np.nan if v is None else _number(v) for v in value], np.float64)
+      return np.asarray(
+        [np.nan if v is None else _number(v) for v in value], np.float64
+      )
     return np.asarray(np.nan if value is None else _number(value), np.float64)
   except ValueError as e:
     raise ValueError(f"series path {path!r}: not numeric: {e}") from None
 
 
 def _value(spec: Any, scope: Scope) -> Any:
-  """A path's value, a template's text, a number as is, or a tuple of those as a list."""
+  """A path's value, a template's text, a number as is, or a tuple of those as a
+  list."""
   if isinstance(spec, tuple):
     return [_value(v, scope) for v in spec]
   if isinstance(spec, str) and "{" in spec:
@@ -743,19 +836,27 @@ def _value(spec: Any, scope: Scope) -> Any:
   return scope.get(spec) if isinstance(spec, str) else spec
 
 
-def _spread(s: Series, y: np.ndarray, read: Callable[[Any], Any]) -> np.ndarray | None:
-  """The series' error bars: ``err`` ([n] half-widths), or ``lo`` / ``hi`` as [2, n] distances
-  below and above ``y`` (an interval the value lies in; a NaN end draws no bar)."""
+def _spread(
+  s: Series, y: np.ndarray, read: Callable[[Any], Any]
+) -> np.ndarray | None:
+  """The series' error bars: ``err`` ([n] half-widths), or ``lo`` / ``hi`` as
+  [2, n] distances below and above ``y`` (an interval the value lies in; a NaN
+  end draws no bar)."""
   if (s.lo is None) != (s.hi is None):
-    raise ValueError(f"Series {s.y!r}: lo and hi go together, got lo={s.lo!r}, hi={s.hi!r}")
+    raise ValueError(
+      f"Series {s.y!r}: lo and hi go together, got lo={s.lo!r}, hi={s.hi!r}"
+    )
   if s.lo is None:
     return None if s.err is None else _array(read(s.err), s.err)
   if s.err is not None:
-    raise ValueError(f"Series {s.y!r}: give err (half-widths) or lo and hi, not both")
+    raise ValueError(
+      f"Series {s.y!r}: give err (half-widths) or lo and hi, not both"
+    )
   lo, hi = _array(read(s.lo), s.lo), _array(read(s.hi), s.hi)
   if lo.shape != y.shape or hi.shape != y.shape:
     raise ValueError(
-      f"Series {s.y!r}: lo {lo.shape} and hi {hi.shape} must have the shape of y {y.shape}"
+      f"Series {s.y!r}: lo {lo.shape} and hi {hi.shape} must have the shape "
+      f"of y {y.shape}"
     )
   with np.errstate(invalid="ignore"):
     return np.stack([np.maximum(y - lo, 0.0), np.maximum(hi - y, 0.0)])
@@ -764,9 +865,19 @@ def _spread(s: Series, y: np.ndarray, read: Callable[[Any], Any]) -> np.ndarray 
 def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
   y = _array(_value(s.y, scope), s.y)
   n = y.shape[-1] if y.ndim else 1
-  x = np.arange(n) if s.x is None else list(s.x) if isinstance(s.x, tuple) else scope.get(s.x)
+  x = (
+    np.arange(n)
+    if s.x is None
+    else list(s.x)
+    if isinstance(s.x, tuple)
+    else scope.get(s.x)
+  )
   return {
-    "x": x if isinstance(x, np.ndarray) else list(x) if isinstance(x, (list, tuple)) else [x],
+    "x": x
+    if isinstance(x, np.ndarray)
+    else list(x)
+    if isinstance(x, (list, tuple))
+    else [x],
     "y": y,
     "err": _spread(s, y, lambda spec: _value(spec, scope)),
     "label": fill(s.label, scope),
@@ -781,7 +892,11 @@ def _one_series(s: Series, scope: Scope, color: str) -> dict[str, Any]:
 def _point_series(s: Series, scope: Scope, color: str) -> dict[str, Any] | None:
   assert s.points is not None
   entries = [
-    e for e in expand(scope, s.points, keys=s.keys, where=s.where, labels=s.labels) if e.has(s.when)
+    e
+    for e in expand(
+      scope, s.points, keys=s.keys, where=s.where, labels=s.labels
+    )
+    if e.has(s.when)
   ]
   if not entries:
     return None
@@ -810,7 +925,9 @@ def resolve_series(panel: Panel, scope: Scope) -> list[dict[str, Any]]:
     if s.over is None and s.points is None and not scope.has(s.when):
       continue
     if s.over is not None:
-      for e in expand(scope, s.over, keys=s.keys, where=s.where, labels=s.labels):
+      for e in expand(
+        scope, s.over, keys=s.keys, where=s.where, labels=s.labels
+      ):
         if e.has(s.when):  # read in each entry (relative first)
           out.append(_one_series(s, e, f"C{len(out) % 10}"))
     elif s.points is not None:
@@ -822,7 +939,8 @@ def resolve_series(panel: Panel, scope: Scope) -> list[dict[str, Any]]:
 
 
 def _numeric_x(ax, x: Any) -> np.ndarray:
-  """``x`` as floats; labels (text) become positions 0..n-1 with those tick labels."""
+  """``x`` as floats; labels (text) become positions 0..n-1 with those tick
+  labels."""
   try:
     return np.asarray(x, np.float64)
   except (TypeError, ValueError):
@@ -840,18 +958,27 @@ def _draw_lines(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
       for xi, yi in zip(np.atleast_1d(x), np.atleast_1d(y)):
         ax.annotate(label, (xi, yi), fontsize=7)
       label = None
-    for xi, yi, note in zip(np.atleast_1d(x), np.atleast_1d(y), s.get("notes") or ()):
-      ax.annotate(note, (xi, yi), fontsize=7, xytext=(2, 2), textcoords="offset points")
+    for xi, yi, note in zip(
+      np.atleast_1d(x), np.atleast_1d(y), s.get("notes") or ()
+    ):
+      ax.annotate(
+        note, (xi, yi), fontsize=7, xytext=(2, 2), textcoords=("offset points")
+      )
     if y.ndim == 2:  # [seeds, T]: the mean, with the seed-std band
       mean = y.mean(0)
       ax.plot(x, mean, s["style"], color=s["color"], label=label, ms=3)
       if y.shape[0] > 1:
         sd = y.std(0)
-        ax.fill_between(x, mean - sd, mean + sd, color=s["color"], alpha=0.2, lw=0)
+        ax.fill_between(
+          x, mean - sd, mean + sd, color=s["color"], alpha=0.2, lw=0
+        )
     elif s["err"] is not None and s["band"]:
-      below, above = (s["err"], s["err"]) if s["err"].ndim < 2 else s["err"]  # lo / hi: [2, n]
+      # lo / hi: [2, n]
+      below, above = (s["err"], s["err"]) if s["err"].ndim < 2 else s["err"]
       ax.plot(x, y, s["style"], color=s["color"], label=label, ms=3)
-      ax.fill_between(x, y - below, y + above, color=s["color"], alpha=0.2, lw=0)
+      ax.fill_between(
+        x, y - below, y + above, color=s["color"], alpha=0.2, lw=0
+      )
     elif s["err"] is not None or s.get("xerr") is not None:
       ax.errorbar(
         x,
@@ -872,7 +999,9 @@ def _draw_lines(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
 def _draw_scatter(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
   del panel
   for s in series:
-    ax.scatter(_numeric_x(ax, s["x"]), s["y"], s=8, color=s["color"], label=s["label"])
+    ax.scatter(
+      _numeric_x(ax, s["x"]), s["y"], s=8, color=s["color"], label=s["label"]
+    )
 
 
 @register_kind("bars")
@@ -881,9 +1010,16 @@ def _draw_bars(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
   groups = [str(g) for g in series[0]["x"]] if series else []
   for i, s in enumerate(series):
     if [str(g) for g in s["x"]] != groups:
-      raise ValueError(f"bars: series {i} has groups {s['x']}, the first has {groups}")
+      raise ValueError(
+        f"bars: series {i} has groups {s['x']}, the first has {groups}"
+      )
   report_lib.grouped_bars(
-    groups, {s["label"] or f"series {i}": (s["y"], s["err"]) for i, s in enumerate(series)}, ax=ax
+    groups,
+    {
+      s["label"] or f"series {i}": (s["y"], s["err"])
+      for i, s in enumerate(series)
+    },
+    ax=ax,
   )
 
 
@@ -910,13 +1046,16 @@ def _draw_hbars(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
 def _draw_scaling(ax, panel: Panel, series: list[dict[str, Any]]) -> None:
   del panel
   report_lib.scaling_plot(
-    {s["label"]: (np.asarray(s["x"], np.float64), s["y"]) for s in series}, ax=ax
+    {s["label"]: (np.asarray(s["x"], np.float64), s["y"]) for s in series},
+    ax=ax,
   )
 
 
 def _draw_panel(ax, panel: Panel, scope: Scope) -> None:
   if panel.kind not in _KINDS:
-    raise ValueError(f"unknown Panel.kind {panel.kind!r}; known: {sorted(_KINDS)}")
+    raise ValueError(
+      f"unknown Panel.kind {panel.kind!r}; known: {sorted(_KINDS)}"
+    )
   series = resolve_series(panel, scope)
   _KINDS[panel.kind](ax, panel, series)
   for line in panel.lines:
@@ -924,13 +1063,26 @@ def _draw_panel(ax, panel: Panel, scope: Scope) -> None:
       continue
     v = float(_value(line.y, scope))
     draw = ax.axvline if line.vertical else ax.axhline
-    draw(v, color=line.color, ls=line.style, lw=0.8, label=fill(line.label, scope) or None)
+    draw(
+      v,
+      color=line.color,
+      ls=line.style,
+      lw=0.8,
+      label=fill(line.label, scope) or None,
+    )
   if panel.diagonal is not None:
     lo, hi = ax.get_xlim()
     ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
     if panel.diagonal > 0:
       d = panel.diagonal
-      ax.fill_between([lo, hi], [lo - d, hi - d], [lo + d, hi + d], color="gray", alpha=0.15, lw=0)
+      ax.fill_between(
+        [lo, hi],
+        [lo - d, hi - d],
+        [lo + d, hi + d],
+        color="gray",
+        alpha=0.15,
+        lw=0,
+      )
   if panel.logx:
     ax.set_xscale("log")
   if panel.logy:
@@ -956,7 +1108,11 @@ def _panel_scopes(fig: Figure, scope: Scope) -> list[tuple[Panel, Scope]]:
     if p.over is None:
       out += [(p, scope)] if scope.has(p.when) else []
     else:
-      out += [(p, e) for e in expand(scope, p.over, keys=p.keys, labels=p.labels) if e.has(p.when)]
+      out += [
+        (p, e)
+        for e in expand(scope, p.over, keys=p.keys, labels=p.labels)
+        if e.has(p.when)
+      ]
   return out
 
 
@@ -986,7 +1142,9 @@ def render_figure(
   return _render_figure(fig, Scope(record_view(record, view)), workdir, dpi=dpi)
 
 
-def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 100) -> Any:
+def _render_figure(
+  fig: Figure, scope: Scope, workdir, *, dpi: int = 100
+) -> Any:
   import matplotlib  # pylint: disable=import-outside-toplevel
 
   matplotlib.use("Agg")
@@ -1004,7 +1162,9 @@ def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 100) -> Any
   ncols = min(fig.ncols or len(panels), len(panels))
   nrows = -(-len(panels) // ncols)
   w, h = fig.size
-  figure, axes = plt.subplots(nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False)
+  figure, axes = plt.subplots(
+    nrows, ncols, figsize=(w * ncols, h * nrows), squeeze=False
+  )
   try:
     for ax, (panel, s) in zip(axes.flat, panels):
       _draw_panel(ax, panel, s)
@@ -1020,23 +1180,29 @@ def _render_figure(fig: Figure, scope: Scope, workdir, *, dpi: int = 100) -> Any
 
 
 def render(
-  report: Report, record: Mapping[str, Any], workdir: str | os.PathLike[str] | None = None
+  report: Report,
+  record: Mapping[str, Any],
+  workdir: str | os.PathLike[str] | None = None,
 ) -> tuple[str, list[Any]]:
   """Renders every table and (with ``workdir``) every figure of ``report``.
 
   Args:
     report: the spec.
-    record: the results record (as :func:`jaxpapers.core.write_results` writes it).
+    record: the results record (as :func:`jaxpapers.core.write_results` writes
+      it).
     workdir: where the PNGs go; None renders the tables only.
 
   Returns:
-    ``(markdown, paths)``: the tables joined by blank lines, and the PNGs written.
+    ``(markdown, paths)``: the tables joined by blank lines, and the PNGs
+    written.
 
   Raises:
     KeyError: naming a metric path that is not in the record.
   """
   if not isinstance(report, Report):
-    raise TypeError(f"report must be a reporting.Report, got {type(report).__name__}")
+    raise TypeError(
+      f"report must be a reporting.Report, got {type(report).__name__}"
+    )
   scope = Scope(record_view(record, report.view))
   parts = [_render_table(t, scope) for t in report.tables]
   paths = []
@@ -1048,7 +1214,7 @@ def render(
   return "\n\n".join(p for p in parts if p), paths
 
 
-# --------------------------------------------------------------------------------- images
+# ----------------------------------------------------------------------- images
 
 
 def image_grid(images: Any, cols: int) -> np.ndarray:
@@ -1083,15 +1249,17 @@ def save_image_grids(
   size: tuple[float, float] = (3.2, 3.4),
   dpi: int = 100,
 ) -> Any:
-  """Draws image grids side by side into ``<workdir>/<name>.png`` (e.g. generated samples).
+  """Draws image grids side by side into ``<workdir>/<name>.png`` (e.g.
+  generated samples).
 
-  Images are arrays a results record does not hold, so this is the one figure a run draws
-  from its own arrays rather than from a declared :class:`Report`.
+  Images are arrays a results record does not hold, so this is the one figure a
+  run draws from its own arrays rather than from a declared :class:`Report`.
 
   Args:
     workdir: the folder of the PNG.
     name: the file stem.
-    grids: title -> [N, H, W, C] images in [-1, 1] (:func:`image_grid`), in panel order.
+    grids: title -> [N, H, W, C] images in [-1, 1] (:func:`image_grid`), in
+      panel order.
     cols: images per row of each grid.
     size: inches of one panel.
     dpi: resolution.
@@ -1109,7 +1277,9 @@ def save_image_grids(
   if not grids:
     raise ValueError(f"save_image_grids({name!r}): grids is empty")
   n = len(grids)
-  figure, axes = plt.subplots(1, n, figsize=(size[0] * n, size[1]), squeeze=False)
+  figure, axes = plt.subplots(
+    1, n, figsize=(size[0] * n, size[1]), squeeze=False
+  )
   for ax, (title, images) in zip(axes[0], grids.items()):
     ax.imshow(image_grid(images, cols))
     ax.set_title(title, fontsize=8)

@@ -1,8 +1,10 @@
-"""The results writer: ``<workdir>/results.json`` (with claims and verdicts) and PNG plots.
+"""The results writer: ``<workdir>/results.json`` (with claims and verdicts) and
+PNG plots.
 
-Writes go through ``etils.epath``, so a workdir may be a local folder or a remote URL
-(``gs://...``) wherever epath supports it, and happen on process 0 only: on other processes of
-a multi-host run :func:`write_results` and :func:`save_figure` return None without writing.
+Writes go through ``etils.epath``, so a workdir may be a local folder or a
+remote URL (``gs://...``) wherever epath supports it, and happen on process 0
+only: on other processes of a multi-host run :func:`write_results` and
+:func:`save_figure` return None without writing.
 """
 
 from __future__ import annotations
@@ -47,9 +49,9 @@ def environment_info() -> dict[str, Any]:
   """Package versions, devices and host, for the record of a run.
 
   Returns:
-    ``{'versions': {package: version or None}, 'python', 'platform', 'processor',
-    'cpu_count', 'backend', 'device_kind', 'device_count', 'local_device_count',
-    'process_count'}``.
+    ``{'versions': {package: version or None}, 'python', 'platform',
+    'processor', 'cpu_count', 'backend', 'device_kind', 'device_count',
+    'local_device_count', 'process_count'}``.
   """
   versions = {}
   for name in _PACKAGES:
@@ -98,20 +100,25 @@ def _to_jsonable(obj: Any) -> Any:
   return repr(obj)
 
 
-to_jsonable = _to_jsonable  # public name (e.g. for values added to committed results)
+# public name (e.g. for values added to committed results)
+to_jsonable = _to_jsonable
 
 
-def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
-  """``{'commit': hash, 'dirty': bool}`` of the git checkout holding ``path``, else None.
+def git_info(
+  path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any] | None:
+  """``{'commit': hash, 'dirty': bool}`` of the git checkout holding ``path``,
+  else None.
 
-  ``path`` defaults to this package's folder. ``dirty`` is True when a tracked file differs
-  from the commit or an untracked (not ignored) file lies under ``jaxpapers/`` or
-  ``experiments/`` (see :func:`jaxpapers.core.registration.git_state`). Never raises:
-  outside a git checkout, without git, or on any error, returns None.
+  ``path`` defaults to this package's folder. ``dirty`` is True when a tracked
+  file differs from the commit or an untracked (not ignored) file lies under
+  ``jaxpapers/`` or ``experiments/`` (see
+  :func:`jaxpapers.core.registration.git_state`). Never raises: outside a git
+  checkout, without git, or on any error, returns None.
 
   Args:
-    path: a file or folder inside the checkout (the nearest existing parent is used); None
-      for this package's folder.
+    path: a file or folder inside the checkout (the nearest existing parent is
+      used); None for this package's folder.
 
   Returns:
     ``{'commit': 40-hex str, 'dirty': bool}``, or None.
@@ -132,8 +139,8 @@ def git_info(path: str | os.PathLike[str] | None = None) -> dict[str, Any] | Non
 def command_line(argv: Sequence[str] | None = None) -> str:
   """The command that started this process, as a shell line.
 
-  A module run with ``python -m pkg.mod`` is written as such (``sys.argv[0]`` then holds the
-  module's file path); a script as ``python <argv[0]> ...``.
+  A module run with ``python -m pkg.mod`` is written as such (``sys.argv[0]``
+  then holds the module's file path); a script as ``python <argv[0]> ...``.
 
   Args:
     argv: the arguments, like ``sys.argv`` (default ``sys.argv``).
@@ -146,7 +153,9 @@ def command_line(argv: Sequence[str] | None = None) -> str:
     or not isinstance(argv, Sequence)
     or not all(isinstance(a, str) for a in argv)
   ):
-    raise TypeError(f"argv must be a sequence of str (like sys.argv), got {argv!r}")
+    raise TypeError(
+      f"argv must be a sequence of str (like sys.argv), got {argv!r}"
+    )
   argv = list(sys.argv if argv is None else argv)
   spec = getattr(sys.modules.get("__main__"), "__spec__", None)
   name = getattr(spec, "name", None)
@@ -177,40 +186,46 @@ def write_results(
   report: Any = None,
   table_file: str | None = None,
 ) -> epath.Path | None:
-  """Writes ``<workdir>/results.json`` and returns its path (None on processes other than 0).
+  """Writes ``<workdir>/results.json`` and returns its path (None on processes
+  other than 0).
 
-  The file records the metrics, the claims with their verdicts, the full config, the
-  registration of the claims (:mod:`jaxpapers.core.registration`: registered, post-hoc or not
-  required), git (start and end commits and the start's dirty flag, which counts untracked
-  code files; None outside a git checkout), start and end times, the exact command, package
-  versions, the device kind and count, the wall time, the PNG plots present in ``workdir`` and
+  The file records the metrics, the claims with their verdicts, the full config,
+  the registration of the claims (:mod:`jaxpapers.core.registration`:
+  registered, post-hoc or not required), git (start and end commits and the
+  start's dirty flag, which counts untracked code files; None outside a git
+  checkout), start and end times, the exact command, package versions, the
+  device kind and count, the wall time, the PNG plots present in ``workdir`` and
   an optional markdown table (what ``experiments.reproduce`` puts in REPORT.md).
 
   Args:
-    workdir: the run's directory (created if needed): a local path or an epath URL.
+    workdir: the run's directory (created if needed): a local path or an epath
+      URL.
     metrics: JSON-able metrics (numpy/JAX scalars and arrays are converted).
     config: the run's config (ConfigDict, dataclass or mapping).
     table_markdown: the measured table, as markdown.
     notes: free text (what was run, caveats).
     wall_time_s: the run's wall time in seconds.
     extra: any additional JSON-able fields.
-    claims: the claims to judge (:class:`jaxpapers.core.claims.Claim` or dicts); default: the
-      config's ``claims`` field, if any.
-    issue_verdicts: False records the measured values without verdicts (smoke settings);
-      default: the config's ``issue_verdicts`` field, else True.
-    report: a :class:`jaxpapers.core.reporting.Report` rendered from the record: its figures
-      as PNGs in ``workdir``, its tables as ``table_markdown`` (unless that is given);
-      default: the config's ``report`` field, if any. It is not copied into the record.
-    table_file: a file name (e.g. ``'table.md'``) under ``workdir`` that also receives the
-      record's ``table_markdown`` (given or rendered from ``report``) and a final newline, for
-      a reader of the workdir; None, or a record without a table, writes no such file.
+    claims: the claims to judge (:class:`jaxpapers.core.claims.Claim` or dicts);
+      default: the config's ``claims`` field, if any.
+    issue_verdicts: False records the measured values without verdicts (smoke
+      settings); default: the config's ``issue_verdicts`` field, else True.
+    report: a :class:`jaxpapers.core.reporting.Report` rendered from the record:
+      its figures as PNGs in ``workdir``, its tables as ``table_markdown``
+      (unless that is given); default: the config's ``report`` field, if any. It
+      is not copied into the record.
+    table_file: a file name (e.g. ``'table.md'``) under ``workdir`` that also
+      receives the record's ``table_markdown`` (given or rendered from
+      ``report``) and a final newline, for a reader of the workdir; None, or a
+      record without a table, writes no such file.
 
   Returns:
     The path of results.json, or None on processes other than 0.
 
   Raises:
     TypeError: ``metrics`` is not a mapping.
-    ValueError: ``table_file`` is not a plain file name (empty, or holding a ``/``).
+    ValueError: ``table_file`` is not a plain file name (empty, or holding a
+      ``/``).
   """
   if not isinstance(metrics, Mapping):
     raise TypeError(
@@ -218,9 +233,13 @@ def write_results(
       f"{type(metrics).__name__}: {metrics!r}"[:300]
     )
   if table_file is not None and (
-    not isinstance(table_file, str) or "/" in table_file or table_file in {"", ".", ".."}
+    not isinstance(table_file, str)
+    or "/" in table_file
+    or table_file in {"", ".", ".."}
   ):
-    raise ValueError(f"table_file must be a file name such as 'table.md', got {table_file!r}")
+    raise ValueError(
+      f"table_file must be a file name such as 'table.md', got {table_file!r}"
+    )
   if not _is_writer():
     return None
   if claims is None:
@@ -229,20 +248,30 @@ def write_results(
     issue_verdicts = bool(_config_get(config, "issue_verdicts", True))
   jmetrics = _to_jsonable(metrics)
   try:
-    verdicts = claims_lib.judge_all(claims, jmetrics, issue_verdicts=issue_verdicts)
-  except (TypeError, ValueError) as e:  # a malformed claim must not lose a finished run
+    verdicts = claims_lib.judge_all(
+      claims, jmetrics, issue_verdicts=issue_verdicts
+    )
+  # a malformed claim must not lose a finished run
+  except (TypeError, ValueError) as e:
     logging.error("The claims could not be judged: %s", e)
     verdicts = [{"error": f"the claims could not be judged: {e}"}]
   try:
-    run = registration.run_record({"claims": claims, "issue_verdicts": issue_verdicts})
-  except (TypeError, ValueError) as e:  # malformed claims: recorded above as an error
+    run = registration.run_record(
+      {"claims": claims, "issue_verdicts": issue_verdicts}
+    )
+  # malformed claims: recorded above as an error
+  except (TypeError, ValueError) as e:
     run = registration.run_record({"claims": (), "issue_verdicts": False})
-    run["registration"] = {"status": registration.POST_HOC, "why": f"malformed claims: {e}"}
+    run["registration"] = {
+      "status": registration.POST_HOC,
+      "why": (f"malformed claims: {e}"),
+    }
   if report is None:
     report = _config_get(config, "report")
   jconfig = _to_jsonable(config)
   if isinstance(jconfig, dict):
-    jconfig.pop("report", None)  # the report's spec: code, not a setting of the run
+    # the report's spec: code, not a setting of the run
+    jconfig.pop("report", None)
   workdir = epath.Path(workdir)
   workdir.mkdir(parents=True, exist_ok=True)
   record = {
@@ -253,13 +282,16 @@ def write_results(
     "notes": notes,
     "wall_time_s": wall_time_s,
     "command": command_line(),
-    "run_id": os.environ.get("JAXPAPERS_RUN_ID"),  # set by experiments.reproduce per child
+    # set by experiments.reproduce per child
+    "run_id": os.environ.get("JAXPAPERS_RUN_ID"),
     "registration": run["registration"],
     "git": run["git"],
     "started_at": run["started_at"],
     "plots": sorted(p.name for p in workdir.glob("*.png")),
     "environment": environment_info(),
-    "written_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    "written_at": datetime.datetime.now(datetime.UTC).isoformat(
+      timespec=("seconds")
+    ),
   }
   if extra:
     record["extra"] = _to_jsonable(extra)
@@ -277,9 +309,11 @@ def write_results(
   return path
 
 
-def write_json_atomic(path: str | os.PathLike[str], record: Mapping[str, Any]) -> None:
-  """Writes ``record`` to ``path`` (laid out by :func:`format_json`) through a temporary file
-  and a rename."""
+def write_json_atomic(
+  path: str | os.PathLike[str], record: Mapping[str, Any]
+) -> None:
+  """Writes ``record`` to ``path`` (laid out by :func:`format_json`) through a
+  temporary file and a rename."""
   path = epath.Path(path)
   tmp = path.parent / (path.name + ".tmp")
   tmp.write_text(format_json(record))
@@ -289,10 +323,11 @@ def write_json_atomic(path: str | os.PathLike[str], record: Mapping[str, Any]) -
 def format_json(value: Any, *, width: int = 100) -> str:
   """``value`` as JSON laid out to be read and diffed, yet small.
 
-  One line each for: a list of numbers (or of such lists), an object or list whose entries are
-  numbers, strings or such lists (a table row), and anything whose compact form fits in
-  ``width`` characters. Any other object or list puts one entry per line, indented by two
-  spaces. Keys keep their order; no spaces follow ``,`` and ``:``.
+  One line each for: a list of numbers (or of such lists), an object or list
+  whose entries are numbers, strings or such lists (a table row), and anything
+  whose compact form fits in ``width`` characters. Any other object or list puts
+  one entry per line, indented by two spaces. Keys keep their order; no spaces
+  follow ``,`` and ``:``.
 
   Args:
     value: JSON types (dicts, lists, numbers, strings, booleans, None).
@@ -307,7 +342,8 @@ def format_json(value: Any, *, width: int = 100) -> str:
 
   def numeric(x):
     return isinstance(x, list) and all(
-      not isinstance(v, (dict, str)) and (not isinstance(v, list) or numeric(v)) for v in x
+      not isinstance(v, (dict, str)) and (not isinstance(v, list) or numeric(v))
+      for v in x
     )
 
   def row(x):
@@ -320,10 +356,22 @@ def format_json(value: Any, *, width: int = 100) -> str:
       return flat
     inner = pad + "  "
     if isinstance(x, dict):
-      keys = [k if isinstance(k, str) else next(iter(json.loads(compact({k: 0})))) for k in x]
-      rows = [f"{inner}{compact(k)}:{lay_out(v, inner)}" for k, v in zip(keys, x.values())]
+      keys = [
+        k if isinstance(k, str) else next(iter(json.loads(compact({k: 0}))))
+        for k in x
+      ]
+      rows = [
+        f"{inner}{compact(k)}:{lay_out(v, inner)}"
+        for k, v in zip(keys, x.values())
+      ]
       return "{\n" + ",\n".join(rows) + "\n" + pad + "}"
-    return "[\n" + ",\n".join(inner + lay_out(v, inner) for v in x) + "\n" + pad + "]"
+    return (
+      "[\n"
+      + ",\n".join(inner + lay_out(v, inner) for v in x)
+      + "\n"
+      + pad
+      + "]"
+    )
 
   return lay_out(value, "") + "\n"
 
@@ -354,8 +402,9 @@ def save_figure(
 ) -> epath.Path | None:
   """Saves a matplotlib figure as ``<workdir>/<name>.png`` and closes it.
 
-  The PNG is stored as a palette image where that looks the same (:func:`palette_png`). Only
-  process 0 writes; other processes close the figure and return None.
+  The PNG is stored as a palette image where that looks the same
+  (:func:`palette_png`). Only process 0 writes; other processes close the figure
+  and return None.
 
   Args:
     fig: a ``matplotlib.figure.Figure``.
@@ -366,11 +415,14 @@ def save_figure(
   Returns:
     the written file's path on process 0, None elsewhere.
   """
-  import matplotlib.pyplot as plt  # local: keep matplotlib off the import path of the library
+  # local: keep matplotlib off the import path of the library
+  import matplotlib.pyplot as plt
 
   if not name or "/" in name or name.endswith(".png"):
     plt.close(fig)
-    raise ValueError(f"name must be a bare file stem like 'loss_curves', got {name!r}")
+    raise ValueError(
+      f"name must be a bare file stem like 'loss_curves', got {name!r}"
+    )
   if not _is_writer():
     plt.close(fig)
     return None
@@ -385,26 +437,31 @@ def save_figure(
   return path
 
 
-PNG_MAX_ERR = 24  # the largest change of a pixel's channel (of 255) palette_png may make
+# the largest change of a pixel's channel (of 255) palette_png may make
+PNG_MAX_ERR = 24
 
 
 def palette_png(data: bytes) -> bytes | None:
-  """A PNG as a palette image of the fewest colours that look the same, if smaller; or None.
+  """A PNG as a palette image of the fewest colours that look the same, if
+  smaller; or None.
 
-  The palette of 32, 64, 128 or 256 colours (the first that fits) covers the colours by pixel
-  count (Pillow's MAXCOVERAGE, no dithering); it fits when no pixel's channel moves by more
-  than ``PNG_MAX_ERR`` of 255 (a series whose colour merged into another's would move far
-  more), so each line keeps its colour. A matplotlib plot has few colours beyond its
-  antialiasing: the palette image is typically a third of the size and looks the same.
+  The palette of 32, 64, 128 or 256 colours (the first that fits) covers the
+  colours by pixel count (Pillow's MAXCOVERAGE, no dithering); it fits when no
+  pixel's channel moves by more than ``PNG_MAX_ERR`` of 255 (a series whose
+  colour merged into another's would move far more), so each line keeps its
+  colour. A matplotlib plot has few colours beyond its antialiasing: the palette
+  image is typically a third of the size and looks the same.
 
   Args:
     data: the bytes of a PNG file.
 
   Returns:
-    The bytes of the palette PNG; None when ``data`` is already a palette or grey image, has
-    transparent pixels, needs more than 256 colours, or would not get smaller.
+    The bytes of the palette PNG; None when ``data`` is already a palette or
+    grey image, has transparent pixels, needs more than 256 colours, or would
+    not get smaller.
   """
-  from PIL import Image  # local, as matplotlib: a dependency of the figures only
+  # local, as matplotlib: a dependency of the figures only
+  from PIL import Image
 
   image = Image.open(io.BytesIO(data))
   if image.mode not in ("RGB", "RGBA"):
@@ -414,8 +471,13 @@ def palette_png(data: bytes) -> bytes | None:
   rgb = image.convert("RGB")
   pixels = np.asarray(rgb, np.int16)
   for colours in (32, 64, 128, 256):
-    palette = rgb.quantize(colours, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE)
-    if np.abs(np.asarray(palette.convert("RGB"), np.int16) - pixels).max() <= PNG_MAX_ERR:
+    palette = rgb.quantize(
+      colours, method=Image.Quantize.MAXCOVERAGE, dither=Image.Dither.NONE
+    )
+    if (
+      np.abs(np.asarray(palette.convert("RGB"), np.int16) - pixels).max()
+      <= PNG_MAX_ERR
+    ):
       out = io.BytesIO()
       palette.save(out, "PNG", optimize=True)
       return out.getvalue() if out.tell() < len(data) else None

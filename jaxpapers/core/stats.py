@@ -1,8 +1,9 @@
-r"""Noise that fits the measurement: intervals, paired tests and seed counts for results.
+r"""Noise that fits the measurement: intervals, paired tests and seed counts for
+results.
 
-These functions run on an experiment's *results* (one number per seed, split or item), off the
-hot path, so they are NumPy/SciPy in float64 rather than JAX. Pick the one that fits how the
-numbers were produced:
+These functions run on an experiment's *results* (one number per seed, split or
+item), off the hot path, so they are NumPy/SciPy in float64 rather than JAX.
+Pick the one that fits how the numbers were produced:
 
 =========================  ===============================================================
 :func:`t_interval`          one arm, one value per seed or split: Student-t interval of the
@@ -24,15 +25,15 @@ numbers were produced:
                             :func:`half_width_at`, the half-width that a given n would give.
 =========================  ===============================================================
 
-Every interval is two-sided at level ``confidence`` (default 0.95); a difference whose
-interval contains 0 is a tie. Inputs are 1-D, finite and converted to float64; a malformed
-input raises a ``TypeError`` / ``ValueError`` that names the argument. Degenerate but legal
-input has a documented value: a single value (n = 1) has no spread, so its half-width and
-bounds are NaN, never 0.
+Every interval is two-sided at level ``confidence`` (default 0.95); a difference
+whose interval contains 0 is a tie. Inputs are 1-D, finite and converted to
+float64; a malformed input raises a ``TypeError`` / ``ValueError`` that names
+the argument. Degenerate but legal input has a documented value: a single value
+(n = 1) has no spread, so its half-width and bounds are NaN, never 0.
 
-:func:`jaxpapers.core.ci95_halfwidth` (which committed results were judged with) keeps its
-tabulated approximation (t quantiles up to n = 10, then 1.96); :func:`t_interval` uses the exact
-t quantile for every n.
+:func:`jaxpapers.core.ci95_halfwidth` (which committed results were judged with)
+keeps its tabulated approximation (t quantiles up to n = 10, then 1.96);
+:func:`t_interval` uses the exact t quantile for every n.
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ __all__ = [
 
 # Exact sign-flip enumeration up to this many pairs (2^16 = 65,536 patterns).
 _EXACT_SIGN_FLIP_MAX_N = 16
-# Resampling draws and gathers at most this many index entries at a time (32 MiB of int64).
+# Resampling draws and gathers at most this many index entries at a time (32 MiB
+# of int64).
 _BLOCK_ENTRIES = 1 << 22
 _ALTERNATIVES = ("two-sided", "greater", "less")
 
 
-# ----------------------------------------------------------------------------- result types
+# ----------------------------------------------------------------- result types
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +100,8 @@ class TInterval:
   confidence: float
 
   def excludes(self, value: float = 0.0) -> bool:
-    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the bounds are NaN).
+    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the
+    bounds are NaN).
 
     Args:
       value: the value to test (0: "is the difference significant").
@@ -112,7 +115,8 @@ class TInterval:
     """The interval as ``'mean ± half_width'``.
 
     Args:
-      fmt: the format spec of both numbers (e.g. ``'+.2f'``; the half-width drops the sign).
+      fmt: the format spec of both numbers (e.g. ``'+.2f'``; the half-width
+        drops the sign).
 
     Returns:
       the formatted string.
@@ -159,13 +163,14 @@ class BootstrapInterval:
 
   Attributes:
     estimate: ``statistic(a) - statistic(b)`` on the items as given.
-    lo: the :math:`\alpha/2` quantile of the resampled differences (NaN when n < 2).
+    lo: the :math:`\alpha/2` quantile of the resampled differences (NaN when n <
+      2).
     hi: the :math:`1 - \alpha/2` quantile (NaN when n < 2).
     n: the number of items.
     n_resamples: the number of bootstrap resamples.
     confidence: the level :math:`1 - \alpha`.
-    resamples: ``[n_resamples]`` the resampled differences (empty when n < 2); not compared
-      by ``==``.
+    resamples: ``[n_resamples]`` the resampled differences (empty when n < 2);
+      not compared by ``==``.
   """
 
   estimate: float
@@ -177,7 +182,8 @@ class BootstrapInterval:
   resamples: np.ndarray = dataclasses.field(repr=False, compare=False)
 
   def excludes(self, value: float = 0.0) -> bool:
-    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the bounds are NaN).
+    """True when ``value`` lies strictly outside ``[lo, hi]`` (False when the
+    bounds are NaN).
 
     Args:
       value: the value to test (0: "is the difference significant").
@@ -189,13 +195,15 @@ class BootstrapInterval:
 
   @property
   def half_width(self) -> float | None:
-    """The larger distance from the estimate to a bound: one ``±`` number for the interval.
+    """The larger distance from the estimate to a bound: one ``±`` number for
+    the interval.
 
-    A percentile interval need not be symmetric about the estimate; the larger side keeps the
-    ``±`` conservative.
+    A percentile interval need not be symmetric about the estimate; the larger
+    side keeps the ``±`` conservative.
 
     Returns:
-      ``max(estimate - lo, hi - estimate)``, or None when a bound is not finite (n < 2).
+      ``max(estimate - lo, hi - estimate)``, or None when a bound is not finite
+      (n < 2).
     """
     if not (np.isfinite(self.lo) and np.isfinite(self.hi)):
       return None
@@ -211,7 +219,8 @@ class SignFlipResult:
     mean: the observed mean difference.
     n: the number of pairs.
     exact: True when all :math:`2^n` sign patterns were enumerated.
-    n_patterns: the number of sign patterns used (``2**n`` when exact, else ``n_resamples``).
+    n_patterns: the number of sign patterns used (``2**n`` when exact, else
+      ``n_resamples``).
     alternative: ``'two-sided'``, ``'greater'`` or ``'less'``.
   """
 
@@ -228,14 +237,15 @@ class SeedsNeeded:
   """How many seeds (pairs) a claim needs; the answer of :func:`seeds_needed`.
 
   Attributes:
-    n: the smallest number of seeds (pairs when paired, per arm when not) whose t-interval
-      lies above 0 with probability >= the target power (noncentral t, exact).
+    n: the smallest number of seeds (pairs when paired, per arm when not) whose
+      t-interval lies above 0 with probability >= the target power (noncentral
+      t, exact).
     power: that probability at ``n``.
-    n_normal: the normal-approximation answer ``ceil(((z_{1-α/2} + z_power) σ / δ)²)`` (times
-      2 when unpaired); it ignores the t quantile and the uncertainty of s, so it falls short
-      of ``n`` with few seeds.
-    half_width: the interval half-width at ``n`` when the sample sd equals ``sd``
-      (:func:`half_width_at`).
+    n_normal: the normal-approximation answer ``ceil(((z_{1-α/2} + z_power) σ /
+      δ)²)`` (times 2 when unpaired); it ignores the t quantile and the
+      uncertainty of s, so it falls short of ``n`` with few seeds.
+    half_width: the interval half-width at ``n`` when the sample sd equals
+      ``sd`` (:func:`half_width_at`).
   """
 
   n: int
@@ -244,7 +254,7 @@ class SeedsNeeded:
   half_width: float
 
 
-# ------------------------------------------------------------------------------- validation
+# ------------------------------------------------------------------- validation
 
 
 def _check_confidence(confidence: Any, name: str = "confidence") -> float:
@@ -253,48 +263,71 @@ def _check_confidence(confidence: Any, name: str = "confidence") -> float:
     or not isinstance(confidence, numbers.Real)
     or not 0.0 < float(confidence) < 1.0
   ):
-    raise ValueError(f"{name} must be a number in (0, 1), e.g. 0.95; got {confidence!r}")
+    raise ValueError(
+      f"{name} must be a number in (0, 1), e.g. 0.95; got {confidence!r}"
+    )
   return float(confidence)
 
 
-def _check_1d(x: Any, name: str, *, positive: bool = False, min_n: int = 1) -> np.ndarray:
+def _check_1d(
+  x: Any, name: str, *, positive: bool = False, min_n: int = 1
+) -> np.ndarray:
   """``x`` as a float64 ``[n]`` array, or an error naming ``name``."""
   try:
     a = np.asarray(x)
   except Exception as e:  # ragged nested lists and the like
-    raise TypeError(f"{name} must be a 1-D array of real numbers, got {type(x).__name__}") from e
+    raise TypeError(
+      f"{name} must be a 1-D array of real numbers, got {type(x).__name__}"
+    ) from e
   if a.dtype == bool or not (
     np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)
   ):
-    raise TypeError(f"{name} must be a 1-D array of real numbers, got dtype {a.dtype}")
+    raise TypeError(
+      f"{name} must be a 1-D array of real numbers, got dtype {a.dtype}"
+    )
   if a.ndim != 1:
-    raise ValueError(f"{name} must be 1-D ([n], one value per seed or item), got shape {a.shape}")
+    raise ValueError(
+      f"{name} must be 1-D ([n], one value per seed or item), "
+      f"got shape {a.shape}"
+    )
   if a.shape[0] < min_n:
-    raise ValueError(f"{name} must hold at least {min_n} value(s), got {a.shape[0]}")
+    raise ValueError(
+      f"{name} must hold at least {min_n} value(s), got {a.shape[0]}"
+    )
   a = a.astype(np.float64)
   bad = ~np.isfinite(a)
   if bad.any():
     i = int(np.argmax(bad))
-    raise ValueError(f"{name} must be finite, got {name}[{i}] = {a[i]} ({int(bad.sum())} bad)")
+    raise ValueError(
+      f"{name} must be finite, got {name}[{i}] = {a[i]} ({int(bad.sum())} bad)"
+    )
   if positive and (a <= 0).any():
     i = int(np.argmax(a <= 0))
-    raise ValueError(f"{name} must be > 0 for a log-ratio, got {name}[{i}] = {a[i]}")
+    raise ValueError(
+      f"{name} must be > 0 for a log-ratio, got {name}[{i}] = {a[i]}"
+    )
   return a
 
 
-def _check_pair(a: Any, b: Any, *, positive: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _check_pair(
+  a: Any, b: Any, *, positive: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
   a = _check_1d(a, "a", positive=positive)
   b = _check_1d(b, "b", positive=positive)
   if a.shape != b.shape:
     raise ValueError(
-      f"a and b must be paired (the same seeds or items, in the same order): got {a.shape[0]} "
-      f"and {b.shape[0]} values"
+      "a and b must be paired (the same seeds or items, in the same order): "
+      f"got {a.shape[0]} and {b.shape[0]} values"
     )
   return a, b
 
 
 def _check_positive_int(v: Any, name: str, minimum: int = 1) -> int:
-  if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < minimum:
+  if (
+    isinstance(v, bool)
+    or not isinstance(v, numbers.Integral)
+    or int(v) < minimum
+  ):
     raise ValueError(f"{name} must be an int >= {minimum}, got {v!r}")
   return int(v)
 
@@ -302,18 +335,26 @@ def _check_positive_int(v: Any, name: str, minimum: int = 1) -> int:
 def _rng(seed: Any) -> np.random.Generator:
   if isinstance(seed, np.random.Generator):
     return seed
-  if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
-    raise ValueError(f"seed must be an int >= 0 or a numpy Generator, got {seed!r}")
+  if (
+    isinstance(seed, bool)
+    or not isinstance(seed, numbers.Integral)
+    or int(seed) < 0
+  ):
+    raise ValueError(
+      f"seed must be an int >= 0 or a numpy Generator, got {seed!r}"
+    )
   return np.random.default_rng(int(seed))
 
 
 def _check_alternative(alternative: Any) -> str:
   if alternative not in _ALTERNATIVES:
-    raise ValueError(f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}")
+    raise ValueError(
+      f"alternative must be one of {_ALTERNATIVES}, got {alternative!r}"
+    )
   return alternative
 
 
-# -------------------------------------------------------------------------------- intervals
+# -------------------------------------------------------------------- intervals
 
 
 def _t_interval(x: np.ndarray, confidence: float) -> TInterval:
@@ -335,9 +376,10 @@ def t_interval(x: Any, confidence: float = 0.95) -> TInterval:
     \bar x \pm t_{1-\alpha/2,\,n-1}\,\frac{s}{\sqrt n},\qquad
     s^2 = \frac{1}{n-1}\sum_i (x_i - \bar x)^2,\qquad 1-\alpha = \text{confidence}.
 
-  The t quantile is exact for every n (unlike :func:`jaxpapers.core.ci95_halfwidth`, which
-  uses 1.96 beyond n = 10). The interval assumes the values are independent draws (seeds or
-  splits) of a roughly normal quantity; for two arms run on the same seeds use
+  The t quantile is exact for every n (unlike
+  :func:`jaxpapers.core.ci95_halfwidth`, which uses 1.96 beyond n = 10). The
+  interval assumes the values are independent draws (seeds or splits) of a
+  roughly normal quantity; for two arms run on the same seeds use
   :func:`paired_difference`.
 
   Args:
@@ -345,14 +387,14 @@ def t_interval(x: Any, confidence: float = 0.95) -> TInterval:
     confidence: the level :math:`1 - \alpha` in (0, 1).
 
   Returns:
-    A :class:`TInterval`. With n = 1 the mean is the value itself and ``half_width``, ``lo``,
-    ``hi`` and ``sd`` are NaN (one value has no spread; never a zero-width interval). Equal
-    values give a zero half-width.
+    A :class:`TInterval`. With n = 1 the mean is the value itself and
+    ``half_width``, ``lo``, ``hi`` and ``sd`` are NaN (one value has no spread;
+    never a zero-width interval). Equal values give a zero half-width.
 
   Raises:
     TypeError: if ``x`` is not numeric.
-    ValueError: if ``x`` is not 1-D, is empty or holds a non-finite value, or ``confidence`` is
-      not in (0, 1).
+    ValueError: if ``x`` is not 1-D, is empty or holds a non-finite value, or
+      ``confidence`` is not in (0, 1).
   """
   confidence = _check_confidence(confidence)
   return _t_interval(_check_1d(x, "x"), confidence)
@@ -366,35 +408,40 @@ def paired_difference(a: Any, b: Any, confidence: float = 0.95) -> TInterval:
     \bar d \pm t_{1-\alpha/2,\,n-1}\,\frac{s_d}{\sqrt n},\qquad
     s_d^2 = \frac{1}{n-1}\sum_i (d_i - \bar d)^2.
 
-  Use it when both arms ran on the same seeds, splits or items (pair i of ``a`` and ``b``
-  shares seed i): the noise the pair shares cancels in :math:`d_i`, so this interval is
-  usually much narrower than one built from the two arms' separate spreads. Its test is the
-  paired t-test (``scipy.stats.ttest_rel``).
+  Use it when both arms ran on the same seeds, splits or items (pair i of ``a``
+  and ``b`` shares seed i): the noise the pair shares cancels in :math:`d_i`, so
+  this interval is usually much narrower than one built from the two arms'
+  separate spreads. Its test is the paired t-test (``scipy.stats.ttest_rel``).
 
   Args:
     a: ``[n]`` the method's values, one per seed / split / item.
-    b: ``[n]`` the baseline's values on the same seeds / splits / items, in the same order.
+    b: ``[n]`` the baseline's values on the same seeds / splits / items, in the
+      same order.
     confidence: the level :math:`1 - \alpha` in (0, 1).
 
   Returns:
-    The :class:`TInterval` of the differences (``mean`` is :math:`\bar d`, ``n`` the number of
-    pairs); NaN half-width and bounds when n = 1.
+    The :class:`TInterval` of the differences (``mean`` is :math:`\bar d`, ``n``
+    the number of pairs); NaN half-width and bounds when n = 1.
 
   Raises:
     TypeError: if ``a`` or ``b`` is not numeric.
-    ValueError: if ``a`` or ``b`` is not 1-D, is empty or holds a non-finite value, if their
-      lengths differ, or ``confidence`` is not in (0, 1).
+    ValueError: if ``a`` or ``b`` is not 1-D, is empty or holds a non-finite
+      value, if their lengths differ, or ``confidence`` is not in (0, 1).
   """
   confidence = _check_confidence(confidence)
   a, b = _check_pair(a, b)
   return _t_interval(a - b, confidence)
 
 
-def log_ratio_interval(a: Any, b: Any, confidence: float = 0.95) -> LogRatioInterval:
-  r"""t-interval of the per-pair log-ratios :math:`\ln(a_i / b_i)` and its ratio interval.
+def log_ratio_interval(
+  a: Any, b: Any, confidence: float = 0.95
+) -> LogRatioInterval:
+  r"""t-interval of the per-pair log-ratios :math:`\ln(a_i / b_i)` and its ratio
+  interval.
 
-  For multiplicative claims ("a is 2x faster than b", "30% lower error"), where the effect
-  scales with the size of the numbers. With :math:`r_i = \ln a_i - \ln b_i` (natural log):
+  For multiplicative claims ("a is 2x faster than b", "30% lower error"), where
+  the effect scales with the size of the numbers. With :math:`r_i = \ln a_i -
+  \ln b_i` (natural log):
 
   .. math::
 
@@ -402,22 +449,25 @@ def log_ratio_interval(a: Any, b: Any, confidence: float = 0.95) -> LogRatioInte
     \text{ratio} = e^{\bar r} = \frac{\mathrm{gmean}(a)}{\mathrm{gmean}(b)}, \qquad
     [e^{\bar r - h},\ e^{\bar r + h}].
 
-  The ratio interval is the interval of the geometric-mean ratio; it excludes 1 exactly when
-  the log interval excludes 0.
+  The ratio interval is the interval of the geometric-mean ratio; it excludes 1
+  exactly when the log interval excludes 0.
 
   Args:
     a: ``[n]`` positive values of the method, one per seed / split / item.
-    b: ``[n]`` positive values of the baseline on the same seeds / splits / items.
+    b: ``[n]`` positive values of the baseline on the same seeds / splits /
+      items.
     confidence: the level :math:`1 - \alpha` in (0, 1).
 
   Returns:
-    A :class:`LogRatioInterval`: ``log`` (the :class:`TInterval` on the natural-log scale),
-    ``ratio``, ``ratio_lo``, ``ratio_hi``; the bounds are NaN when n = 1.
+    A :class:`LogRatioInterval`: ``log`` (the :class:`TInterval` on the
+    natural-log scale), ``ratio``, ``ratio_lo``, ``ratio_hi``; the bounds are
+    NaN when n = 1.
 
   Raises:
     TypeError: if ``a`` or ``b`` is not numeric.
-    ValueError: if ``a`` or ``b`` is not 1-D, is empty, holds a non-finite or non-positive
-      value, if their lengths differ, or ``confidence`` is not in (0, 1).
+    ValueError: if ``a`` or ``b`` is not 1-D, is empty, holds a non-finite or
+      non-positive value, if their lengths differ, or ``confidence`` is not in
+      (0, 1).
   """
   confidence = _check_confidence(confidence)
   a, b = _check_pair(a, b, positive=True)
@@ -432,7 +482,7 @@ def log_ratio_interval(a: Any, b: Any, confidence: float = 0.95) -> LogRatioInte
   )
 
 
-# -------------------------------------------------------------------------------- bootstrap
+# -------------------------------------------------------------------- bootstrap
 
 
 def paired_bootstrap(
@@ -445,48 +495,56 @@ def paired_bootstrap(
 ) -> BootstrapInterval:
   r"""Paired percentile bootstrap over items of ``statistic(a) - statistic(b)``.
 
-  Resample r draws n item indices with replacement, :math:`I_r = (i_{r1},\dots,i_{rn})`, the
-  *same* indices for both arms (item i of ``a`` and ``b`` is one pair, e.g. one question
-  answered by both methods), and computes
+  Resample r draws n item indices with replacement, :math:`I_r =
+  (i_{r1},\dots,i_{rn})`, the *same* indices for both arms (item i of ``a`` and
+  ``b`` is one pair, e.g. one question answered by both methods), and computes
 
   .. math::
 
     \theta^*_r = \mathrm{stat}(a_{I_r}) - \mathrm{stat}(b_{I_r}),\qquad
     [\,q_{\alpha/2}(\theta^*),\ q_{1-\alpha/2}(\theta^*)\,]
 
-  with linearly interpolated quantiles (``np.quantile``'s default). The indices are those of
-  one draw ``np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))`` (row r is
-  resample r), the same draw as ``scipy.stats.bootstrap(..., paired=True, method='percentile',
-  rng=np.random.default_rng(seed))``; they are drawn and gathered in blocks of rows to bound
-  memory, which leaves the random stream unchanged. Nothing loops over resamples in Python.
+  with linearly interpolated quantiles (``np.quantile``'s default). The indices
+  are those of one draw ``np.random.default_rng(seed).integers(0, n,
+  size=(n_resamples, n))`` (row r is resample r), the same draw as
+  ``scipy.stats.bootstrap(..., paired=True, method='percentile',
+  rng=np.random.default_rng(seed))``; they are drawn and gathered in blocks of
+  rows to bound memory, which leaves the random stream unchanged. Nothing loops
+  over resamples in Python.
 
   Args:
     a: ``[n]`` per-item values of the method.
-    b: ``[n]`` per-item values of the baseline on the same items, in the same order.
-    statistic: an axis-aware reduction, called as ``statistic(x, axis=-1)`` on ``[k, n]``
-      resampled values and returning ``[k]`` (``np.mean``, ``np.median``, or e.g.
-      ``lambda x, axis: np.mean(x > 0.5, axis=axis)``). With ``np.mean`` (the default) the
-      difference of means is computed as the mean of the per-item differences.
+    b: ``[n]`` per-item values of the baseline on the same items, in the same
+      order.
+    statistic: an axis-aware reduction, called as ``statistic(x, axis=-1)`` on
+      ``[k, n]`` resampled values and returning ``[k]`` (``np.mean``,
+      ``np.median``, or e.g. ``lambda x, axis: np.mean(x > 0.5, axis=axis)``).
+      With ``np.mean`` (the default) the difference of means is computed as the
+      mean of the per-item differences.
     n_resamples: the number of bootstrap resamples (>= 1).
     confidence: the level :math:`1 - \alpha` in (0, 1).
-    seed: an int seed of ``np.random.default_rng`` (the default 0 makes the interval
-      reproducible), or a ``np.random.Generator`` (advanced in place).
+    seed: an int seed of ``np.random.default_rng`` (the default 0 makes the
+      interval reproducible), or a ``np.random.Generator`` (advanced in place).
 
   Returns:
-    A :class:`BootstrapInterval` (``estimate``, ``lo``, ``hi``, ``n``, ``n_resamples``,
-    ``confidence``, ``resamples`` of shape ``[n_resamples]``). With n = 1 no resampling is
-    done: ``lo`` and ``hi`` are NaN and ``resamples`` is empty.
+    A :class:`BootstrapInterval` (``estimate``, ``lo``, ``hi``, ``n``,
+    ``n_resamples``, ``confidence``, ``resamples`` of shape ``[n_resamples]``).
+    With n = 1 no resampling is done: ``lo`` and ``hi`` are NaN and
+    ``resamples`` is empty.
 
   Raises:
-    TypeError: if ``a`` or ``b`` is not numeric, or ``statistic`` is not callable.
-    ValueError: if ``a`` or ``b`` is not 1-D, empty or non-finite, if their lengths differ,
-      if ``statistic`` does not reduce the last axis to finite values, or ``n_resamples``,
-      ``confidence`` or ``seed`` is out of range.
+    TypeError: if ``a`` or ``b`` is not numeric, or ``statistic`` is not
+      callable.
+    ValueError: if ``a`` or ``b`` is not 1-D, empty or non-finite, if their
+      lengths differ, if ``statistic`` does not reduce the last axis to finite
+      values, or ``n_resamples``, ``confidence`` or ``seed`` is out of range.
   """
   confidence = _check_confidence(confidence)
   n_resamples = _check_positive_int(n_resamples, "n_resamples")
   if not callable(statistic):
-    raise TypeError(f"statistic must be a callable statistic(x, axis=-1), got {statistic!r}")
+    raise TypeError(
+      f"statistic must be a callable statistic(x, axis=-1), got {statistic!r}"
+    )
   rng = _rng(seed)
   a, b = _check_pair(a, b)
   n = a.shape[0]
@@ -504,41 +562,51 @@ def paired_bootstrap(
     estimate = np.asarray(stat_diff(a, b), np.float64)
   except TypeError as e:
     raise TypeError(
-      f"statistic must accept an axis keyword, statistic(x, axis=-1) (like np.mean); calling "
-      f"it failed with: {e}"
+      "statistic must accept an axis keyword, statistic(x, "
+      f"axis=-1) (like np.mean); calling it failed with: {e}"
     ) from e
   if estimate.shape != ():
     raise ValueError(
-      "statistic must reduce the last axis: statistic(x, axis=-1) of an [n] array must be a "
-      f"scalar, got shape {estimate.shape}"
+      "statistic must reduce the last axis: statistic(x, "
+      f"axis=-1) of an [n] array must be a scalar, got shape {estimate.shape}"
     )
   if n < 2:
     nan = float("nan")
     return BootstrapInterval(
-      float(estimate), nan, nan, n, n_resamples, confidence, np.empty(0, np.float64)
+      float(estimate),
+      nan,
+      nan,
+      n,
+      n_resamples,
+      confidence,
+      np.empty(0, np.float64),
     )
 
   rows = max(1, _BLOCK_ENTRIES // n)
   out = np.empty(n_resamples, np.float64)
-  for start in range(0, n_resamples, rows):  # blocks of resamples, each vectorised
+  # blocks of resamples, each vectorised
+  for start in range(0, n_resamples, rows):
     k = min(rows, n_resamples - start)
     idx = rng.integers(0, n, size=(k, n))  # [k, n]
     theta = d[idx].mean(axis=-1) if is_mean else stat_diff(a[idx], b[idx])
     theta = np.asarray(theta, np.float64)
     if theta.shape != (k,):
       raise ValueError(
-        "statistic must reduce the last axis: statistic(x, axis=-1) of a [k, n] array must "
-        f"have shape [k] = ({k},), got {theta.shape}"
+        "statistic must reduce the last axis: statistic(x, axis=-1) of a [k, "
+        f"n] array must have shape [k] = ({k},), got {theta.shape}"
       )
     out[start : start + k] = theta
   bad = ~np.isfinite(out)
   if bad.any():
     raise ValueError(
-      f"statistic gave a non-finite difference on {int(bad.sum())} of {n_resamples} resamples"
+      f"statistic gave a non-finite difference on {int(bad.sum())} of "
+      f"{n_resamples} resamples"
     )
   alpha = 1.0 - confidence
   lo, hi = np.quantile(out, [alpha / 2, 1 - alpha / 2])
-  return BootstrapInterval(float(estimate), float(lo), float(hi), n, n_resamples, confidence, out)
+  return BootstrapInterval(
+    float(estimate), float(lo), float(hi), n, n_resamples, confidence, out
+  )
 
 
 def cluster_bootstrap(
@@ -547,41 +615,46 @@ def cluster_bootstrap(
   confidence: float = 0.95,
   seed: int | np.random.Generator = 0,
 ) -> BootstrapInterval:
-  r"""Two-level percentile bootstrap of a mean of cluster means of paired differences.
+  r"""Two-level percentile bootstrap of a mean of cluster means of paired
+  differences.
 
-  ``diffs[c, i]`` is the paired difference (method minus baseline) of item ``i`` in cluster
-  ``c``: e.g. one split of one (dataset, backbone) pair, where the pairs differ in their true
-  effects and the splits of a pair are noisy measurements of it. The estimate is the mean over
-  clusters of the cluster means, :math:`\hat\theta = \frac1C \sum_c \bar d_c`. Resample r
-  draws C clusters with replacement, :math:`J_r = (j_{r1}, \dots, j_{rC})`, and within each drawn
-  cluster n items with replacement, :math:`I_{rk} = (i_{rk1}, \dots, i_{rkn})`:
+  ``diffs[c, i]`` is the paired difference (method minus baseline) of item ``i``
+  in cluster ``c``: e.g. one split of one (dataset, backbone) pair, where the
+  pairs differ in their true effects and the splits of a pair are noisy
+  measurements of it. The estimate is the mean over clusters of the cluster
+  means, :math:`\hat\theta = \frac1C \sum_c \bar d_c`. Resample r draws C
+  clusters with replacement, :math:`J_r = (j_{r1}, \dots, j_{rC})`, and within
+  each drawn cluster n items with replacement, :math:`I_{rk} = (i_{rk1}, \dots,
+  i_{rkn})`:
 
   .. math::
 
     \theta^*_r = \frac1C \sum_{k=1}^C \frac1n \sum_{l=1}^n d_{j_{rk}, i_{rkl}},\qquad
     [\,q_{\alpha/2}(\theta^*),\ q_{1-\alpha/2}(\theta^*)\,]
 
-  so the interval carries both the spread of the effects between clusters and the noise of the
-  items within them (resampling the flattened items instead would treat C x n items as
-  independent and give an interval that is too narrow when the clusters differ). Per block of
-  k resamples the generator draws ``integers(0, C, size=(k, C))`` and then
-  ``integers(0, n, size=(k, C, n))``; quantiles are ``np.quantile``'s default (linear).
+  so the interval carries both the spread of the effects between clusters and
+  the noise of the items within them (resampling the flattened items instead
+  would treat C x n items as independent and give an interval that is too narrow
+  when the clusters differ). Per block of k resamples the generator draws
+  ``integers(0, C, size=(k, C))`` and then ``integers(0, n, size=(k, C, n))``;
+  quantiles are ``np.quantile``'s default (linear).
 
   Args:
-    diffs: ``[C, n]`` finite paired differences, C >= 1 clusters of n >= 1 items each.
+    diffs: ``[C, n]`` finite paired differences, C >= 1 clusters of n >= 1 items
+      each.
     n_resamples: the number of bootstrap resamples (>= 1).
     confidence: the level :math:`1 - \alpha` in (0, 1).
     seed: an int seed of ``np.random.default_rng`` or a ``np.random.Generator``.
 
   Returns:
-    A :class:`BootstrapInterval` with ``estimate`` the mean of cluster means, ``n`` = C, and
-    ``resamples`` of shape ``[n_resamples]``. With one cluster and one item no resampling is
-    done: ``lo`` and ``hi`` are NaN.
+    A :class:`BootstrapInterval` with ``estimate`` the mean of cluster means,
+    ``n`` = C, and ``resamples`` of shape ``[n_resamples]``. With one cluster
+    and one item no resampling is done: ``lo`` and ``hi`` are NaN.
 
   Raises:
     TypeError: if ``diffs`` is not numeric.
-    ValueError: if ``diffs`` is not 2-D, is empty or non-finite, or ``n_resamples``,
-      ``confidence`` or ``seed`` is out of range.
+    ValueError: if ``diffs`` is not 2-D, is empty or non-finite, or
+      ``n_resamples``, ``confidence`` or ``seed`` is out of range.
   """
   confidence = _check_confidence(confidence)
   n_resamples = _check_positive_int(n_resamples, "n_resamples")
@@ -589,18 +662,25 @@ def cluster_bootstrap(
   try:
     d = np.asarray(diffs, np.float64)
   except (TypeError, ValueError) as e:
-    raise TypeError(f"diffs must be a numeric [clusters, items] array, got {diffs!r}") from e
+    raise TypeError(
+      f"diffs must be a numeric [clusters, items] array, got {diffs!r}"
+    ) from e
   if d.ndim != 2 or d.shape[0] < 1 or d.shape[1] < 1:
     raise ValueError(
-      f"diffs must be a 2-D [clusters, items] array with at least one of each, got shape {d.shape}"
+      "diffs must be a 2-D [clusters, items] array with at least one of "
+      f"each, got shape {d.shape}"
     )
   if not np.all(np.isfinite(d)):
-    raise ValueError(f"diffs must be finite, got {int((~np.isfinite(d)).sum())} non-finite")
+    raise ValueError(
+      f"diffs must be finite, got {int((~np.isfinite(d)).sum())} non-finite"
+    )
   c, n = d.shape
   estimate = float(d.mean(axis=1).mean())
   if c * n < 2:
     nan = float("nan")
-    return BootstrapInterval(estimate, nan, nan, c, n_resamples, confidence, np.empty(0))
+    return BootstrapInterval(
+      estimate, nan, nan, c, n_resamples, confidence, np.empty(0)
+    )
   rows = max(1, _BLOCK_ENTRIES // (c * n))
   out = np.empty(n_resamples, np.float64)
   for start in range(0, n_resamples, rows):
@@ -610,10 +690,12 @@ def cluster_bootstrap(
     out[start : start + k] = d[ci[..., None], si].mean(axis=(-1, -2))
   alpha = 1.0 - confidence
   lo, hi = np.quantile(out, [alpha / 2, 1 - alpha / 2])
-  return BootstrapInterval(estimate, float(lo), float(hi), c, n_resamples, confidence, out)
+  return BootstrapInterval(
+    estimate, float(lo), float(hi), c, n_resamples, confidence, out
+  )
 
 
-# ------------------------------------------------------------------------ sign-flip test
+# --------------------------------------------------------------- sign-flip test
 
 
 def sign_flip_test(
@@ -624,36 +706,40 @@ def sign_flip_test(
 ) -> SignFlipResult:
   r"""Paired randomisation (sign-flip) test of a zero mean difference.
 
-  Under the null hypothesis that each pair's two arms are exchangeable, every difference is
-  equally likely to have either sign. With :math:`S(\varepsilon) = \sum_i \varepsilon_i d_i`
-  over sign patterns :math:`\varepsilon \in \{-1, +1\}^n` and the observed :math:`S_0 = \sum_i
-  d_i`, the p-value is the fraction of patterns at least as extreme:
+  Under the null hypothesis that each pair's two arms are exchangeable, every
+  difference is equally likely to have either sign. With :math:`S(\varepsilon) =
+  \sum_i \varepsilon_i d_i` over sign patterns :math:`\varepsilon \in \{-1,
+  +1\}^n` and the observed :math:`S_0 = \sum_i d_i`, the p-value is the fraction
+  of patterns at least as extreme:
 
   .. math::
 
     p = \frac{1}{2^n} \sum_{\varepsilon} \mathbf 1\big[\,|S(\varepsilon)| \ge |S_0|\,\big]
     \quad\text{(two-sided; } S \ge S_0 \text{ for 'greater', } S \le S_0 \text{ for 'less')}.
 
-  For :math:`n \le 16` all :math:`2^n` patterns are enumerated (exact; the smallest possible
-  two-sided p is :math:`2 / 2^n`, e.g. 0.25 with 3 seeds). Beyond, ``n_resamples`` random
-  patterns :math:`\varepsilon_r` are drawn and :math:`p = (1 + \#\{r: \text{extreme}\}) / (1 +
-  R)`, which counts the observed pattern and is never 0. Ties are counted as extreme up to a
-  rounding tolerance of :math:`4 n\,\epsilon_{64} \sum_i |d_i|`.
+  For :math:`n \le 16` all :math:`2^n` patterns are enumerated (exact; the
+  smallest possible two-sided p is :math:`2 / 2^n`, e.g. 0.25 with 3 seeds).
+  Beyond, ``n_resamples`` random patterns :math:`\varepsilon_r` are drawn and
+  :math:`p = (1 + \#\{r: \text{extreme}\}) / (1 + R)`, which counts the observed
+  pattern and is never 0. Ties are counted as extreme up to a rounding tolerance
+  of :math:`4 n\,\epsilon_{64} \sum_i |d_i|`.
 
   Args:
     diffs: ``[n]`` finite per-pair differences ``a_i - b_i`` (n >= 1).
     n_resamples: random sign patterns when n > 16 (>= 1); unused when exact.
-    seed: an int seed of ``np.random.default_rng`` or a ``np.random.Generator`` (n > 16).
-    alternative: ``'two-sided'``, ``'greater'`` (mean > 0) or ``'less'`` (mean < 0).
+    seed: an int seed of ``np.random.default_rng`` or a ``np.random.Generator``
+      (n > 16).
+    alternative: ``'two-sided'``, ``'greater'`` (mean > 0) or ``'less'`` (mean <
+      0).
 
   Returns:
-    A :class:`SignFlipResult` (``p_value``, ``mean``, ``n``, ``exact``, ``n_patterns``,
-    ``alternative``). All-zero differences give p = 1.
+    A :class:`SignFlipResult` (``p_value``, ``mean``, ``n``, ``exact``,
+    ``n_patterns``, ``alternative``). All-zero differences give p = 1.
 
   Raises:
     TypeError: if ``diffs`` is not numeric.
-    ValueError: if ``diffs`` is not 1-D, empty or non-finite, or ``n_resamples``, ``seed`` or
-      ``alternative`` is invalid.
+    ValueError: if ``diffs`` is not 1-D, empty or non-finite, or
+      ``n_resamples``, ``seed`` or ``alternative`` is invalid.
   """
   n_resamples = _check_positive_int(n_resamples, "n_resamples")
   alternative = _check_alternative(alternative)
@@ -687,7 +773,7 @@ def sign_flip_test(
   return SignFlipResult(float(p), s0 / n, n, False, n_resamples, alternative)
 
 
-# ------------------------------------------------------------------------------ planning
+# --------------------------------------------------------------------- planning
 
 
 def _se_df(n: int, sd: float, paired: bool) -> tuple[float, int]:
@@ -697,20 +783,29 @@ def _se_df(n: int, sd: float, paired: bool) -> tuple[float, int]:
   return sd * math.sqrt(2.0 / n), 2 * n - 2
 
 
-def _power(n: int, effect: float, sd: float, confidence: float, paired: bool) -> float:
+def _power(
+  n: int, effect: float, sd: float, confidence: float, paired: bool
+) -> float:
   se, df = _se_df(n, sd, paired)
   t_crit = sps.t.ppf(0.5 + confidence / 2, df)
   return float(sps.nct.sf(t_crit, df, abs(effect) / se))
 
 
 def _check_sd(sd: Any) -> float:
-  if isinstance(sd, bool) or not isinstance(sd, numbers.Real) or not 0 < float(sd) < math.inf:
+  if (
+    isinstance(sd, bool)
+    or not isinstance(sd, numbers.Real)
+    or not 0 < float(sd) < math.inf
+  ):
     raise ValueError(f"sd must be a finite number > 0, got {sd!r}")
   return float(sd)
 
 
-def half_width_at(n: int, sd: float, confidence: float = 0.95, paired: bool = True) -> float:
-  r"""The t-interval half-width that n seeds give when the sample sd equals ``sd``.
+def half_width_at(
+  n: int, sd: float, confidence: float = 0.95, paired: bool = True
+) -> float:
+  r"""The t-interval half-width that n seeds give when the sample sd equals
+  ``sd``.
 
   .. math::
 
@@ -719,18 +814,19 @@ def half_width_at(n: int, sd: float, confidence: float = 0.95, paired: bool = Tr
 
   Args:
     n: seeds (pairs when paired, per arm when not), >= 2.
-    sd: :math:`\sigma`, the standard deviation of the per-pair differences (paired) or of one
-      arm's values (unpaired, the same in both arms), > 0.
+    sd: :math:`\sigma`, the standard deviation of the per-pair
+      differences (paired) or of one arm's values (unpaired, the same in both
+      arms), > 0.
     confidence: the level :math:`1 - \alpha` in (0, 1).
-    paired: whether the interval is :func:`paired_difference`'s (True) or a pooled two-sample
-      interval of two independent arms (False).
+    paired: whether the interval is :func:`paired_difference`'s (True) or a
+      pooled two-sample interval of two independent arms (False).
 
   Returns:
     The half-width :math:`h` (a float in the units of ``sd``).
 
   Raises:
-    ValueError: if ``n`` < 2, ``sd`` is not a finite positive number or ``confidence`` is not
-      in (0, 1).
+    ValueError: if ``n`` < 2, ``sd`` is not a finite positive number or
+      ``confidence`` is not in (0, 1).
   """
   n = _check_positive_int(n, "n", minimum=2)
   sd = _check_sd(sd)
@@ -746,14 +842,16 @@ def seeds_needed(
   power: float = 0.8,
   paired: bool = True,
 ) -> SeedsNeeded:
-  r"""How many seeds a claimed effect needs so that its t-interval excludes 0 with ``power``.
+  r"""How many seeds a claimed effect needs so that its t-interval excludes 0
+  with ``power``.
 
-  With true mean difference :math:`\delta` (``effect``), standard deviation :math:`\sigma`
-  (``sd``) and n seeds, the studentised mean :math:`T = \bar d / (s/\sqrt n)` follows a
-  noncentral t with :math:`\nu = n - 1` degrees of freedom and noncentrality
-  :math:`\lambda = |\delta| \sqrt n / \sigma` (paired), or :math:`\nu = 2n - 2`,
-  :math:`\lambda = |\delta| / (\sigma\sqrt{2/n})` (two independent arms of n seeds each). The
-  interval lies on the effect's side of 0 when :math:`T > t_{1-\alpha/2,\,\nu}`, so
+  With true mean difference :math:`\delta` (``effect``), standard deviation
+  :math:`\sigma` (``sd``) and n seeds, the studentised mean :math:`T = \bar d /
+  (s/\sqrt n)` follows a noncentral t with :math:`\nu = n - 1` degrees of
+  freedom and noncentrality :math:`\lambda = |\delta| \sqrt n / \sigma`
+  (paired), or :math:`\nu = 2n - 2`, :math:`\lambda = |\delta| /
+  (\sigma\sqrt{2/n})` (two independent arms of n seeds each). The interval lies
+  on the effect's side of 0 when :math:`T > t_{1-\alpha/2,\,\nu}`, so
 
   .. math::
 
@@ -768,21 +866,24 @@ def seeds_needed(
   :math:`n_z = 8`, exact n = 10).
 
   Args:
-    effect: :math:`\delta`, the mean difference the claim expects (either sign, nonzero).
-    sd: :math:`\sigma` > 0: the sd of the per-pair differences (paired, e.g. from a pilot's
-      :func:`paired_difference` ``.sd``) or of one arm's values (unpaired).
+    effect: :math:`\delta`, the mean difference the claim expects (either sign,
+      nonzero).
+    sd: :math:`\sigma` > 0: the sd of the per-pair differences (paired, e.g.
+      from a pilot's :func:`paired_difference` ``.sd``) or of one arm's values
+      (unpaired).
     confidence: the interval's level :math:`1 - \alpha` in (0, 1).
     power: the target probability in (0, 1) that the interval excludes 0.
-    paired: True for :func:`paired_difference` over n pairs; False for two independent arms
-      of n seeds each (pooled two-sample t).
+    paired: True for :func:`paired_difference` over n pairs; False for two
+      independent arms of n seeds each (pooled two-sample t).
 
   Returns:
-    A :class:`SeedsNeeded`: ``n``, the achieved ``power`` at n, the normal approximation
-    ``n_normal`` and ``half_width`` (:func:`half_width_at` at n).
+    A :class:`SeedsNeeded`: ``n``, the achieved ``power`` at n, the normal
+    approximation ``n_normal`` and ``half_width`` (:func:`half_width_at` at n).
 
   Raises:
-    ValueError: if ``effect`` is zero or not finite, ``sd`` is not a finite positive number,
-      ``confidence`` or ``power`` is not in (0, 1), or more than 10^9 seeds would be needed.
+    ValueError: if ``effect`` is zero or not finite, ``sd`` is not a finite
+      positive number, ``confidence`` or ``power`` is not in (0, 1), or more
+      than 10^9 seeds would be needed.
   """
   if (
     isinstance(effect, bool)
@@ -797,8 +898,13 @@ def seeds_needed(
   effect = abs(float(effect))
 
   z = sps.norm.ppf(0.5 + confidence / 2) + sps.norm.ppf(target)
-  # z <= 0 (a target power below 1 - confidence/2): any n meets it in the normal limit.
-  n_normal = max(1, math.ceil((z * sd / effect) ** 2 * (1 if paired else 2))) if z > 0 else 1
+  # z <= 0 (a target power below 1 - confidence/2): any n meets it in the normal
+  # limit.
+  n_normal = (
+    max(1, math.ceil((z * sd / effect) ** 2 * (1 if paired else 2)))
+    if z > 0
+    else 1
+  )
 
   def pw(n: int) -> float:
     return _power(n, effect, sd, confidence, paired)
@@ -809,9 +915,11 @@ def seeds_needed(
     lo, hi = hi, 2 * hi
     if hi > 10**9:
       raise ValueError(
-        f"an effect of {effect:g} with sd {sd:g} needs more than 10^9 seeds at power {target:g}"
+        f"an effect of {effect:g} with sd {sd:g} needs more than 10^9 seeds "
+        f"at power {target:g}"
       )
-  while hi - lo > 1:  # invariant: power(hi) >= target; lo = 1 or power(lo) < target
+  # invariant: power(hi) >= target; lo = 1 or power(lo) < target
+  while hi - lo > 1:
     mid = (lo + hi) // 2
     if pw(mid) >= target:
       hi = mid
@@ -825,7 +933,7 @@ def seeds_needed(
   )
 
 
-# --------------------------------------------------------------------------- seed summary
+# ----------------------------------------------------------------- seed summary
 
 
 def seed_summary(
@@ -835,28 +943,30 @@ def seed_summary(
   values_key: str | None = None,
   finite_only: bool = False,
 ) -> dict[str, Any]:
-  r"""A metric over seeds as a results entry: mean, standard deviation, 95% half-width.
+  r"""A metric over seeds as a results entry: mean, standard deviation, 95%
+  half-width.
 
   .. math::
 
     \bar x = \frac1n \sum_i x_i,\qquad s = \sqrt{\tfrac{1}{n-1} \sum_i (x_i - \bar x)^2},\qquad
     h = t_{0.975,\,n-1}\, s / \sqrt n
 
-  over axis 0 (the seeds), elementwise over the other axes. The half-width ``h`` is
-  :func:`jaxpapers.core.ci95_halfwidth` (tabulated t quantiles up to n = 10, then 1.96), which
-  committed results were judged with.
+  over axis 0 (the seeds), elementwise over the other axes. The half-width ``h``
+  is :func:`jaxpapers.core.ci95_halfwidth` (tabulated t quantiles up to n = 10,
+  then 1.96), which committed results were judged with.
 
   Args:
     values: ``[n, ...]`` real values, one (array) per seed on axis 0.
     ci_key: the key of ``h``; None leaves it out.
-    values_key: the key under which ``values`` themselves are kept (as float64, non-finite
-      ones included); None leaves them out.
+    values_key: the key under which ``values`` themselves are kept (as float64,
+      non-finite ones included); None leaves them out.
     finite_only: summarise only the finite values (``values`` must then be 1-D).
 
   Returns:
-    ``{"mean": x̄, "std": s, ci_key: h, values_key: values}`` in that order: floats for
-    ``[n]`` values, nested lists of shape ``[...]`` for ``[n, ...]``. With one value ``std``
-    is 0 and ``h`` NaN (no spread can be estimated); with none, all three are NaN.
+    ``{"mean": x̄, "std": s, ci_key: h, values_key: values}`` in that order:
+    floats for ``[n]`` values, nested lists of shape ``[...]`` for ``[n, ...]``.
+    With one value ``std`` is 0 and ``h`` NaN (no spread can be estimated); with
+    none, all three are NaN.
 
   Raises:
     ValueError: ``values`` is a scalar, or not 1-D with ``finite_only``.
@@ -872,7 +982,9 @@ def seed_summary(
     raise TypeError(f"values must be real numbers, got dtype {raw.dtype}")
   x = full = raw.astype(np.float64)
   if x.ndim == 0:
-    raise ValueError("values must be [n, ...] (one value per seed on axis 0), got a scalar")
+    raise ValueError(
+      "values must be [n, ...] (one value per seed on axis 0), got a scalar"
+    )
   if finite_only:
     if x.ndim != 1:
       raise ValueError(f"finite_only needs 1-D values, got shape {x.shape}")
@@ -883,8 +995,15 @@ def seed_summary(
   else:
     mean = x.mean(0)
     std = x.std(0, ddof=1) if n > 1 else np.zeros(rest)
-    ci = ci95_halfwidth(x) if x.ndim == 1 else np.apply_along_axis(ci95_halfwidth, 0, x)
-  out: dict[str, Any] = {"mean": np.asarray(mean).tolist(), "std": np.asarray(std).tolist()}
+    ci = (
+      ci95_halfwidth(x)
+      if x.ndim == 1
+      else np.apply_along_axis(ci95_halfwidth, 0, x)
+    )
+  out: dict[str, Any] = {
+    "mean": np.asarray(mean).tolist(),
+    "std": np.asarray(std).tolist(),
+  }
   if ci_key is not None:
     out[ci_key] = np.asarray(ci, np.float64).tolist()
   if values_key is not None:

@@ -7,11 +7,11 @@ sharded over a mesh with ``NamedSharding`` (all devices of the host, or of all
 hosts), and the steps run in ``lax.scan`` chunks of fixed length so one
 compilation serves every chunk (and every later grid with the same shapes).
 
-After each chunk the engine can save an orbax checkpoint (state plus the
-metrics so far), so a rerun on the same ``checkpoint_dir`` resumes inside the
-grid instead of starting it again. Finished grids ("cells") go into a
-:class:`CellStore`: one JSON file per cell, written atomically; :func:`fill_cells` is the
-resumable loop over a grid of named cells.
+After each chunk the engine can save an orbax checkpoint (state plus the metrics
+so far), so a rerun on the same ``checkpoint_dir`` resumes inside the grid
+instead of starting it again. Finished grids ("cells") go into a
+:class:`CellStore`: one JSON file per cell, written atomically;
+:func:`fill_cells` is the resumable loop over a grid of named cells.
 
 Per-run functions (``R`` runs; shapes below are per run, the engine adds the
 leading ``[R]`` axis)::
@@ -93,7 +93,8 @@ def _is_writer() -> bool:
 
 def runs_mesh(
   num_runs: int,
-  # jax.Device aliases a class of jaxlib's compiled module, which pyright cannot resolve.
+  # jax.Device aliases a class of jaxlib's compiled module, which pyright cannot
+  # resolve.
   devices: Sequence[jax.Device] | None = None,  # pyright: ignore[reportInvalidTypeForm]
 ) -> Mesh:
   """A 1-D ``jax.make_mesh`` mesh (axis ``'runs'``) sized for ``num_runs`` runs.
@@ -120,7 +121,10 @@ def runs_mesh(
     load = math.ceil(num_runs / len(devices))
     d = math.ceil(num_runs / load)
   return jax.make_mesh(
-    (d,), (RUNS_AXIS,), axis_types=(jax.sharding.AxisType.Auto,), devices=devices[:d]
+    (d,),
+    (RUNS_AXIS,),
+    axis_types=(jax.sharding.AxisType.Auto,),
+    devices=devices[:d],
   )
 
 
@@ -170,8 +174,10 @@ class SweepResult(NamedTuple):
       (numpy; steps not run yet are zeros).
     evals: the per-chunk metrics of ``eval_fn``, leaves ``[R, K, ...]``
       (numpy; ``K = T / chunk_size``), or None without ``eval_fn``.
-    steps: ``[K]`` int, the step count at each evaluation (``chunk_size * (k + 1)``).
-    steps_done: how many steps are done (``T`` unless stopped by ``max_chunks``).
+    steps: ``[K]`` int, the step count at each evaluation
+      (``chunk_size * (k + 1)``).
+    steps_done: how many steps are done (``T`` unless stopped by
+      ``max_chunks``).
     resumed_from: the step the run resumed from (0 when it started afresh).
   """
 
@@ -188,7 +194,8 @@ class SweepResult(NamedTuple):
 
 
 class Sweep:
-  """Trains a grid of independent runs: vmapped, chunked with ``lax.scan``, sharded.
+  """Trains a grid of independent runs: vmapped, chunked with ``lax.scan``,
+  sharded.
 
   Build one ``Sweep`` per set of per-run functions and call :meth:`run` for
   each grid; compiled programs are cached on the object by chunk length and
@@ -233,12 +240,16 @@ class Sweep:
       if not callable(fn):
         raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
     if eval_fn is not None and not callable(eval_fn):
-      raise TypeError(f"eval_fn must be callable or None, got {type(eval_fn).__name__}")
+      raise TypeError(
+        f"eval_fn must be callable or None, got {type(eval_fn).__name__}"
+      )
     self.init_fn, self.step_fn, self.eval_fn = init_fn, step_fn, eval_fn
     self.mesh = mesh
     self.donate = donate
     self.compiler_options = compiler_options
-    self._compiled: dict[tuple, tuple[Mesh, tuple[Callable, Callable, Callable]]] = {}
+    self._compiled: dict[
+      tuple, tuple[Mesh, tuple[Callable, Callable, Callable]]
+    ] = {}
 
   # -- compiled programs (one per mesh and chunk length) --
 
@@ -265,14 +276,23 @@ class Sweep:
       return jax.vmap(one)(state, hparams, keys)
 
     def first_all(hparams, keys, data, start):
-      return chunk_all(init_all(hparams, keys, data), hparams, keys, data, start)
+      return chunk_all(
+        init_all(hparams, keys, data), hparams, keys, data, start
+      )
 
     kw: dict[str, Any] = (
-      dict(compiler_options=self.compiler_options) if self.compiler_options else {}
+      dict(compiler_options=self.compiler_options)
+      if self.compiler_options
+      else {}
     )
     progs = (
       jax.jit(init_all, out_shardings=shard, **kw),
-      jax.jit(chunk_all, out_shardings=shard, donate_argnums=(0,) if self.donate else (), **kw),
+      jax.jit(
+        chunk_all,
+        out_shardings=shard,
+        donate_argnums=(0,) if self.donate else (),
+        **kw,
+      ),
       jax.jit(first_all, out_shardings=shard, **kw),
     )
     self._compiled[cache_key] = (mesh, progs)
@@ -327,16 +347,23 @@ class Sweep:
     chunk_size = int(num_steps if chunk_size is None else chunk_size)
     if chunk_size < 1 or num_steps % chunk_size:
       raise ValueError(
-        f"chunk_size must be a positive divisor of num_steps={num_steps}, got {chunk_size}"
+        f"chunk_size must be a positive divisor of num_steps={num_steps}, "
+        f"got {chunk_size}"
       )
-    if not isinstance(checkpoint_every, (int, np.integer)) or checkpoint_every < 1:
-      raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+    if (
+      not isinstance(checkpoint_every, (int, np.integer))
+      or checkpoint_every < 1
+    ):
+      raise ValueError(
+        f"checkpoint_every must be a positive int, got {checkpoint_every!r}"
+      )
     num_steps = int(num_steps)
     num_chunks = num_steps // chunk_size
 
     mesh = self.mesh if self.mesh is not None else runs_mesh(r)
-    # Pad to a multiple of the runs axis only: on a 2-D (runs x data) mesh the other axes hold
-    # shares of each run, so padding to every device would add runs that only cost time.
+    # Pad to a multiple of the runs axis only: on a 2-D (runs x data) mesh the
+    # other axes hold shares of each run, so padding to every device would add
+    # runs that only cost time.
     n_dev = mesh.shape[mesh.axis_names[0]]
     r_pad = -(-r // n_dev) * n_dev
     mesh, (init_p, chunk_p, first_p) = self._programs(mesh, chunk_size)
@@ -356,38 +383,61 @@ class Sweep:
 
     hp_dev = jax.tree.map(put, hparams)
     keys_dev = put(keys)
-    if data is not None and jax.process_count() > 1:  # same reason as put: go through numpy
-      data = jax.tree.map(lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, data)
+    # same reason as put: go through numpy
+    if data is not None and jax.process_count() > 1:
+      data = jax.tree.map(
+        lambda a: np.asarray(a) if isinstance(a, jax.Array) else a, data
+      )
     data_dev = jax.device_put(data, rep) if data is not None else None
     start0 = jnp.asarray(0, jnp.int32)
     fingerprint = _fingerprint(hparams, keys, num_steps, chunk_size)
 
-    # Two kept: should the newest be corrupt, the run falls back to the one before.
-    ckpt = Checkpointer(checkpoint_dir, max_to_keep=2) if checkpoint_dir is not None else None
+    # Two kept: should the newest be corrupt, the run falls back to the one
+    # before.
+    ckpt = (
+      Checkpointer(checkpoint_dir, max_to_keep=2)
+      if checkpoint_dir is not None
+      else None
+    )
     latest = None if ckpt is None else ckpt.latest_step()
-    # A one-chunk run from scratch uses one program (init fused into the chunk): one compile
-    # less, and initialisation (random draws under vmap) is often as slow to compile as a step.
+    # A one-chunk run from scratch uses one program (init fused into the chunk):
+    # one compile less, and initialisation (random draws under vmap) is often as
+    # slow to compile as a step.
     fused = num_chunks == 1 and latest is None and max_chunks != 0
-    state_shape: Any = None  # set when not fused, as a checkpoint (latest) rules fusing out
+    # set when not fused, as a checkpoint (latest) rules fusing out
+    state_shape: Any = None
     if fused:
-      _, m_shape, e_shape = jax.eval_shape(first_p, hp_dev, keys_dev, data_dev, start0)
+      _, m_shape, e_shape = jax.eval_shape(
+        first_p, hp_dev, keys_dev, data_dev, start0
+      )
     else:
       state_shape = jax.eval_shape(init_p, hp_dev, keys_dev, data_dev)
-      _, m_shape, e_shape = jax.eval_shape(chunk_p, state_shape, hp_dev, keys_dev, data_dev, start0)
-    # Host buffers for every step's / chunk's metrics (fixed shapes: checkpointable).
-    history = jax.tree.map(lambda s: np.zeros((r_pad, num_steps) + s.shape[2:], s.dtype), m_shape)
-    evals = jax.tree.map(lambda s: np.zeros((r_pad, num_chunks) + s.shape[1:], s.dtype), e_shape)
+      _, m_shape, e_shape = jax.eval_shape(
+        chunk_p, state_shape, hp_dev, keys_dev, data_dev, start0
+      )
+    # Host buffers for every step's / chunk's metrics (fixed shapes:
+    # checkpointable).
+    history = jax.tree.map(
+      lambda s: np.zeros((r_pad, num_steps) + s.shape[2:], s.dtype), m_shape
+    )
+    evals = jax.tree.map(
+      lambda s: np.zeros((r_pad, num_chunks) + s.shape[1:], s.dtype), e_shape
+    )
 
     start_chunk = 0
     state = None
     if ckpt is not None and latest is not None:  # latest is set only with ckpt
-      # The newest checkpoint that matches its digests (a corrupt one is skipped, warned of).
-      latest, restored = ckpt.restore_latest(_ckpt_tree(state_shape, history, evals, fingerprint))
+      # The newest checkpoint that matches its digests (a corrupt one is
+      # skipped, warned of).
+      latest, restored = ckpt.restore_latest(
+        _ckpt_tree(state_shape, history, evals, fingerprint)
+      )
       if not np.array_equal(np.asarray(restored["fingerprint"]), fingerprint):
         ckpt.close()
         raise ValueError(
-          f"checkpoint_dir {checkpoint_dir} holds a different sweep (hyperparameters, keys, "
-          f"num_steps or chunk_size differ); use another directory or delete it"
+          f"checkpoint_dir {checkpoint_dir} holds a different sweep "
+          "(hyperparameters, keys, num_steps or chunk_size differ); "
+          "use another directory or delete it"
         )
       state = restored["state"]
       history = jax.tree.map(np.array, restored["history"])
@@ -396,7 +446,11 @@ class Sweep:
     elif not fused:
       state = init_p(hp_dev, keys_dev, data_dev)
 
-    stop = num_chunks if max_chunks is None else min(num_chunks, start_chunk + int(max_chunks))
+    stop = (
+      num_chunks
+      if max_chunks is None
+      else min(num_chunks, start_chunk + int(max_chunks))
+    )
     bar = _progress(
       total=num_chunks,
       initial=start_chunk,
@@ -416,14 +470,21 @@ class Sweep:
           buf[:, c] = _to_host(m)
         bar.update(1)
         done = c + 1
-        if ckpt is not None and done < num_chunks and done % checkpoint_every == 0:
-          ckpt.save(done * chunk_size, _ckpt_tree(state, history, evals, fingerprint))
+        if (
+          ckpt is not None
+          and done < num_chunks
+          and done % checkpoint_every == 0
+        ):
+          ckpt.save(
+            done * chunk_size, _ckpt_tree(state, history, evals, fingerprint)
+          )
     finally:
       bar.close()
       if ckpt is not None:
         ckpt.close()
 
-    if state is None:  # max_chunks=0 on a fresh one-chunk run: the initial state
+    # max_chunks=0 on a fresh one-chunk run: the initial state
+    if state is None:
       state = init_p(hp_dev, keys_dev, data_dev)
     unpad = lambda x: x[:r]
     return SweepResult(
@@ -437,13 +498,18 @@ class Sweep:
 
   @staticmethod
   def _check_inputs(hparams, keys):
-    if not (isinstance(keys, jax.Array) and jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)):
+    if not (
+      isinstance(keys, jax.Array)
+      and jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)
+    ):
       raise TypeError(
         "keys must be a [R] array of typed PRNG keys (jax.random.key / "
         f"jax.random.split), got {getattr(keys, 'dtype', type(keys))}"
       )
     if keys.ndim != 1 or keys.shape[0] < 1:
-      raise ValueError(f"keys must have shape [R] with R >= 1, got {keys.shape}")
+      raise ValueError(
+        f"keys must have shape [R] with R >= 1, got {keys.shape}"
+      )
     r = keys.shape[0]
 
     def check(path, x):
@@ -469,18 +535,21 @@ def run_sweep(
   mesh: Mesh | None = None,
   **run_kwargs: Any,
 ) -> SweepResult:
-  """One-off :class:`Sweep` (``Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(...)``).
+  """One-off :class:`Sweep` (``Sweep(init_fn, step_fn, eval_fn,
+  mesh=mesh).run(...)``).
 
   Args:
     init_fn: ``(hparams, key, data) -> state`` for one run.
-    step_fn: ``(state, hparams, key, step, data) -> (state, metrics)`` for one run and step.
+    step_fn: ``(state, hparams, key, step, data) -> (state, metrics)`` for one
+      run and step.
     hparams: pytree of arrays, each with leading axis ``[R, ...]``.
     keys: ``[R]`` typed PRNG keys, one per run.
     num_steps: ``T``, steps per run.
-    eval_fn: optional ``(state, hparams, key, data) -> metrics``, run after every chunk.
+    eval_fn: optional ``(state, hparams, key, data) -> metrics``, run after
+      every chunk.
     mesh: the mesh whose first axis shards the runs (default :func:`runs_mesh`).
-    **run_kwargs: further keyword arguments of :meth:`Sweep.run` (``chunk_size``, ``data``,
-      ``checkpoint_dir``, ...).
+    **run_kwargs: further keyword arguments of :meth:`Sweep.run`
+      (``chunk_size``, ``data``, ``checkpoint_dir``, ...).
 
   Returns:
     the :class:`SweepResult` of :meth:`Sweep.run`.
@@ -493,24 +562,27 @@ def run_sweep(
 # ------------------------------------------------------------ cell store --
 
 
-# Characters a cell file name keeps as they are (see CellStore.filename); '/' becomes '~'.
+# Characters a cell file name keeps as they are (see CellStore.filename); '/'
+# becomes '~'.
 _CELL_NAME_SAFE = "-_.=,+@"
 # The layout of CellStore.save_snapshot files.
 _SNAPSHOT_FORMAT = "jaxpapers.cells/1"
 
 
 class CellStore:
-  """Finished cells of an experiment, one JSON file per cell, written atomically.
+  """Finished cells of an experiment, one JSON file per cell, written
+  atomically.
 
-  A cell is keyed by a stable name (any non-empty string, e.g. ``'digits/T500/adam'``);
-  its file is ``<directory>/<filename(name)>`` (``digits~T500~adam.json``, see
-  :meth:`filename`) holding ``{"name": ..., "value": ..., "sha256": ...}``, written through
+  A cell is keyed by a stable name (any non-empty string, e.g.
+  ``'digits/T500/adam'``); its file is ``<directory>/<filename(name)>``
+  (``digits~T500~adam.json``, see :meth:`filename`) holding ``{"name": ...,
+  "value": ..., "sha256": ...}``, written through
   :func:`jaxpapers.core.cache.write_json`: into a temporary file in the same
   directory, renamed over the final path, so a crash or a serialisation error
   mid-write leaves the previous value (or no file), never a partial one. Only
-  process 0 writes; every process sees its own puts. A cell file that is
-  corrupt (cut off, or not matching its digest) is left out with a warning
-  naming it, so :meth:`get_or_compute` computes that cell again.
+  process 0 writes; every process sees its own puts. A cell file that is corrupt
+  (cut off, or not matching its digest) is left out with a warning naming it, so
+  :meth:`get_or_compute` computes that cell again.
 
   The store reads every ``*.json`` record in its folder whatever the file is
   called (the name is inside the record), so folders written under the earlier
@@ -539,40 +611,53 @@ class CellStore:
   SUFFIX = ".json"
 
   def __init__(
-    self, directory: str | epath.PathLike, checkpoint_root: str | epath.PathLike | None = None
+    self,
+    directory: str | epath.PathLike,
+    checkpoint_root: str | epath.PathLike | None = None,
   ):
     self.directory = epath.Path(directory)
     self.checkpoint_root = epath.Path(
-      self.directory / "_checkpoints" if checkpoint_root is None else checkpoint_root
+      self.directory / "_checkpoints"
+      if checkpoint_root is None
+      else checkpoint_root
     )
     self.reload()
 
   def reload(self) -> CellStore:
-    """Reads the folder again: cells stored since by another process become visible.
+    """Reads the folder again: cells stored since by another process become
+    visible.
 
-    Several jobs may share one store, each computing other cells. A cell this store held
-    stays (a put of a process other than 0 is not on disk, and a stored cell never goes away).
+    Several jobs may share one store, each computing other cells. A cell this
+    store held stays (a put of a process other than 0 is not on disk, and a
+    stored cell never goes away).
 
     Returns:
       the store itself.
     """
     held = dict(getattr(self, "_cells", {}))
     self._cells: dict[str, Any] = {}
-    self._files: dict[str, epath.Path] = {}  # the file each stored cell was read from
-    self._stale: dict[str, list[epath.Path]] = {}  # other files holding the same cell
+    # the file each stored cell was read from
+    self._files: dict[str, epath.Path] = {}
+    # other files holding the same cell
+    self._stale: dict[str, list[epath.Path]] = {}
     if self.directory.exists():
       for f in sorted(self.directory.iterdir()):
         if f.name.endswith(self.SUFFIX) and not f.name.startswith("."):
           try:
             rec = cache_lib.read_json(f)
             if not isinstance(rec.get("name"), str) or "value" not in rec:
-              raise cache_lib.CorruptFileError(f, 'expected a record {"name": ..., "value": ...}')
+              raise cache_lib.CorruptFileError(
+                f, 'expected a record {"name": ..., "value": ...}'
+              )
           except cache_lib.CorruptFileError as e:
-            logging.warning("%s; the cell is left out and will be computed again", e)
+            logging.warning(
+              "%s; the cell is left out and will be computed again", e
+            )
             continue
           name = rec["name"]
-          # One cell in two files (a put that stopped between writing the file of the current
-          # name and removing the one of the earlier naming): the current name is the newer.
+          # One cell in two files (a put that stopped between writing the file
+          # of the current name and removing the one of the earlier naming): the
+          # current name is the newer.
           if name in self._files:
             if f.name != self.filename(name):
               self._stale.setdefault(name, []).append(f)
@@ -586,12 +671,14 @@ class CellStore:
 
   @classmethod
   def filename(cls, name: str) -> str:
-    """The file name of cell ``name``: readable, reversible and safe on common filesystems.
+    """The file name of cell ``name``: readable, reversible and safe on common
+    filesystems.
 
-    ``/`` becomes ``~``; ASCII letters, digits and ``- _ . = , + @`` stay as they are; every
-    other character (``~``, ``%``, space, ``|``, ``:``, ``\\``, non-ASCII, ...) becomes
-    ``%XX`` per UTF-8 byte, as does a leading ``.`` (no cell file is hidden, none is ``..``).
-    Distinct names get distinct files; :meth:`name_of` inverts it.
+    ``/`` becomes ``~``; ASCII letters, digits and ``- _ . = , + @`` stay as
+    they are; every other character (``~``, ``%``, space, ``|``, ``:``, ``\\``,
+    non-ASCII, ...) becomes ``%XX`` per UTF-8 byte, as does a leading ``.`` (no
+    cell file is hidden, none is ``..``). Distinct names get distinct files;
+    :meth:`name_of` inverts it.
 
     Example::
 
@@ -609,9 +696,11 @@ class CellStore:
     """
     if not isinstance(name, str) or not name:
       raise TypeError(f"cell name must be a non-empty str, got {name!r}")
-    # quote() never escapes "~" (RFC 3986 unreserved): escape it here, it is the separator.
+    # quote() never escapes "~" (RFC 3986 unreserved): escape it here, it is the
+    # separator.
     parts = (
-      urllib.parse.quote(p, safe=_CELL_NAME_SAFE).replace("~", "%7E") for p in name.split("/")
+      urllib.parse.quote(p, safe=_CELL_NAME_SAFE).replace("~", "%7E")
+      for p in name.split("/")
     )
     stem = "~".join(parts)
     if stem.startswith("."):
@@ -620,7 +709,8 @@ class CellStore:
 
   @classmethod
   def name_of(cls, filename: str) -> str:
-    """The cell name whose file is called ``filename`` (the inverse of :meth:`filename`).
+    """The cell name whose file is called ``filename`` (the inverse of
+    :meth:`filename`).
 
     Args:
       filename: a file name made by :meth:`filename`, ``.json`` suffix included.
@@ -629,21 +719,31 @@ class CellStore:
       The cell name.
 
     Raises:
-      ValueError: ``filename`` does not end in ``.json``, or its ``%XX`` escapes are not UTF-8.
+      ValueError: ``filename`` does not end in ``.json``, or its ``%XX`` escapes
+        are not UTF-8.
     """
     if not isinstance(filename, str) or not filename.endswith(cls.SUFFIX):
-      raise ValueError(f"filename must be '<encoded name>{cls.SUFFIX}', got {filename!r}")
+      raise ValueError(
+        f"filename must be '<encoded name>{cls.SUFFIX}', got {filename!r}"
+      )
     stem = filename[: -len(cls.SUFFIX)]
     if not stem:
-      raise ValueError(f"filename must be '<encoded name>{cls.SUFFIX}', got {filename!r}")
+      raise ValueError(
+        f"filename must be '<encoded name>{cls.SUFFIX}', got {filename!r}"
+      )
     try:
-      return "/".join(urllib.parse.unquote(p, errors="strict") for p in stem.split("~"))
+      return "/".join(
+        urllib.parse.unquote(p, errors="strict") for p in stem.split("~")
+      )
     except UnicodeDecodeError as e:
-      raise ValueError(f"filename {filename!r} has %XX escapes that are not UTF-8: {e}") from None
+      raise ValueError(
+        f"filename {filename!r} has %XX escapes that are not UTF-8: {e}"
+      ) from None
 
   @classmethod
   def legacy_filename(cls, name: str) -> str:
-    """The file name of cell ``name`` under the earlier naming (all of it percent-encoded)."""
+    """The file name of cell ``name`` under the earlier naming (all of it
+    percent-encoded)."""
     if not isinstance(name, str) or not name:
       raise TypeError(f"cell name must be a non-empty str, got {name!r}")
     return urllib.parse.quote(name, safe="") + cls.SUFFIX
@@ -660,64 +760,87 @@ class CellStore:
     return self.directory / self.filename(name)
 
   def put(self, name: str, value: Any) -> None:
-    """Stores ``value`` under ``name`` (replacing any previous value, atomically).
+    """Stores ``value`` under ``name`` (replacing any previous value,
+    atomically).
 
-    A file of the earlier naming that held ``name`` is removed once the new one is written.
+    A file of the earlier naming that held ``name`` is removed once the new one
+    is written.
 
     Args:
       name: the cell's name (a non-empty str).
       value: a JSON-serialisable value (NumPy arrays and scalars are converted).
 
     Raises:
-      TypeError: ``value`` is not JSON-serialisable, or ``name`` is not a non-empty str.
+      TypeError: ``value`` is not JSON-serialisable, or ``name`` is not a
+        non-empty str.
     """
     path = self.path(name)
-    # Only a file of the earlier naming can be another cell's (the earlier naming kept "~",
-    # the separator now): that cell moves to its current name before this one is written.
+    # Only a file of the earlier naming can be another cell's (the earlier
+    # naming kept "~", the separator now): that cell moves to its current name
+    # before this one is written.
     for other, f in list(self._files.items()):
       if other != name and f.name == path.name:
-        cache_lib.write_json(self.path(other), {"name": other, "value": self._cells[other]})
+        cache_lib.write_json(
+          self.path(other), {"name": other, "value": self._cells[other]}
+        )
         self._files[other] = self.path(other)
     try:
       record = cache_lib.write_json(path, {"name": name, "value": value})
     except TypeError as e:
-      raise TypeError(f"cell {e}") from None  # "cell values must be JSON-serialisable, ..."
-    held = {path.name} | {f.name for other, f in self._files.items() if other != name}
+      # "cell values must be JSON-serialisable, ..."
+      raise TypeError(f"cell {e}") from None
+    held = {path.name} | {
+      f.name for other, f in self._files.items() if other != name
+    }
     for old in [self._files.get(name), *self._stale.pop(name, [])]:
-      if _is_writer() and old is not None and old.name not in held and old.exists():
+      if (
+        _is_writer()
+        and old is not None
+        and old.name not in held
+        and old.exists()
+      ):
         old.unlink()
     self._files[name] = path
-    # What readers of the file will see (tuples become lists, numpy becomes Python).
+    # What readers of the file will see (tuples become lists, numpy becomes
+    # Python).
     self._cells[name] = record["value"]
 
   def checkpoint_dir(self, name: str) -> epath.Path:
     """The checkpoint directory :meth:`get_or_compute` gives cell ``name``.
 
-    A run interrupted under the earlier naming resumes from its checkpoint directory
-    (``<percent-encoded name>``) when that one exists and the current one does not.
+    A run interrupted under the earlier naming resumes from its checkpoint
+    directory (``<percent-encoded name>``) when that one exists and the current
+    one does not.
 
     Args:
       name: the cell's name (a non-empty str).
 
     Returns:
-      ``<checkpoint_root>/<file name without .json>``, or the earlier naming's directory.
+      ``<checkpoint_root>/<file name without .json>``, or the earlier naming's
+      directory.
     """
     current = self.checkpoint_root / self.filename(name)[: -len(self.SUFFIX)]
-    legacy = self.checkpoint_root / self.legacy_filename(name)[: -len(self.SUFFIX)]
+    legacy = (
+      self.checkpoint_root / self.legacy_filename(name)[: -len(self.SUFFIX)]
+    )
     if legacy != current and not current.exists() and legacy.exists():
       return legacy
     return current
 
-  def get_or_compute(self, name: str, compute: Callable[[epath.Path], Any]) -> Any:
-    """The stored value of ``name``, or ``compute(checkpoint_dir)`` stored and returned.
+  def get_or_compute(
+    self, name: str, compute: Callable[[epath.Path], Any]
+  ) -> Any:
+    """The stored value of ``name``, or ``compute(checkpoint_dir)`` stored and
+    returned.
 
     The returned value is what the store holds (JSON types), whether it was
     computed now or read back, so a resumed run sees the same objects.
 
     Args:
       name: the cell's name (a non-empty str).
-      compute: ``compute(checkpoint_dir) -> value``, called only when the cell is missing; its
-        checkpoint directory is removed once the value is stored.
+      compute: ``compute(checkpoint_dir) -> value``, called only when the cell
+        is missing; its checkpoint directory is removed once the value is
+        stored.
 
     Returns:
       the cell's value as stored (JSON types).
@@ -742,18 +865,20 @@ class CellStore:
   ) -> bool:
     """Waits until cell ``name`` is stored, by another process if need be.
 
-    The folder is re-read (:meth:`reload`) every ``poll_s`` seconds until the cell is there
-    or ``clock()`` passes ``deadline``.
+    The folder is re-read (:meth:`reload`) every ``poll_s`` seconds until the
+    cell is there or ``clock()`` passes ``deadline``.
 
     Args:
       name: the cell's name.
-      deadline: a ``clock()`` time after which to give up (None: wait as long as it takes).
+      deadline: a ``clock()`` time after which to give up (None: wait as long as
+        it takes).
       poll_s: seconds between two reads of the folder (> 0).
       clock: the clock ``deadline`` is on (``time.time``).
       sleep: the wait between reads (``time.sleep``).
 
     Returns:
-      True once the cell is stored (the store then holds it), False past ``deadline``.
+      True once the cell is stored (the store then holds it), False past
+      ``deadline``.
     """
     if not poll_s > 0:
       raise ValueError(f"poll_s must be > 0, got {poll_s!r}")
@@ -813,12 +938,14 @@ class CellStore:
     return dict(self.items())
 
   def save_snapshot(self, path: str | epath.PathLike) -> int:
-    """Writes every stored cell into one file, so a run can resume on another machine.
+    """Writes every stored cell into one file, so a run can resume on another
+    machine.
 
-    The file is ``{"format": "jaxpapers.cells/1", "cells": {name: value}}`` as JSON,
-    compressed with xz when ``path`` ends in ``.xz`` (a snapshot of many small cells is a
-    few times smaller than the folder); :meth:`restore_snapshot` reads it back. Written
-    atomically by process 0 (:func:`jaxpapers.core.cache.atomic_write`).
+    The file is ``{"format": "jaxpapers.cells/1", "cells": {name: value}}`` as
+    JSON, compressed with xz when ``path`` ends in ``.xz`` (a snapshot of many
+    small cells is a few times smaller than the folder);
+    :meth:`restore_snapshot` reads it back. Written atomically by process 0
+    (:func:`jaxpapers.core.cache.atomic_write`).
 
     Args:
       path: the snapshot file (``.json`` or ``.json.xz``).
@@ -827,7 +954,9 @@ class CellStore:
       the number of cells written.
     """
     data = json.dumps(
-      {"format": _SNAPSHOT_FORMAT, "cells": self.to_dict()}, sort_keys=True, separators=(",", ":")
+      {"format": _SNAPSHOT_FORMAT, "cells": self.to_dict()},
+      sort_keys=True,
+      separators=(",", ":"),
     ).encode()
     compressed = epath.Path(path).name.endswith(".xz")
     cache_lib.atomic_write(path, lzma.compress(data) if compressed else data)
@@ -836,7 +965,8 @@ class CellStore:
   def restore_snapshot(self, path: str | epath.PathLike) -> int:
     """Stores the cells of a :meth:`save_snapshot` file that this store lacks.
 
-    A cell the store already holds keeps its value: the folder is the newer state.
+    A cell the store already holds keeps its value: the folder is the newer
+    state.
 
     Args:
       path: the snapshot file (``.json``, or ``.json.xz`` compressed with xz).
@@ -852,7 +982,9 @@ class CellStore:
     path = epath.Path(path)
     raw = path.read_bytes()
     try:
-      record = json.loads(lzma.decompress(raw) if path.name.endswith(".xz") else raw)
+      record = json.loads(
+        lzma.decompress(raw) if path.name.endswith(".xz") else raw
+      )
     except (lzma.LZMAError, ValueError) as e:
       raise ValueError(f"{path} is not a cell snapshot: {e}") from None
     if (
@@ -861,8 +993,8 @@ class CellStore:
       or not isinstance(record.get("cells"), dict)
     ):
       raise ValueError(
-        f'{path} is not a cell snapshot: expected {{"format": "{_SNAPSHOT_FORMAT}", '
-        '"cells": {name: value}}'
+        f'{path} is not a cell snapshot: expected {{"format": '
+        f'"{_SNAPSHOT_FORMAT}", "cells": {{name: value}}}}'
       )
     added = 0
     for name, value in sorted(record["cells"].items()):
@@ -880,27 +1012,32 @@ def fill_cells(
   desc: str | None = None,
   show_progress: bool = True,
 ) -> list[Any]:
-  """The values of a grid of cells, computing and storing only the missing ones (resume).
+  """The values of a grid of cells, computing and storing only the missing ones
+  (resume).
 
-  The loop every grid experiment writes: for each cell name in order, the stored value, or
-  ``compute(*args)`` stored under that name (:meth:`CellStore.get_or_compute`), with a progress
-  bar over the grid. A rerun on the same store reads the finished cells back.
+  The loop every grid experiment writes: for each cell name in order, the stored
+  value, or ``compute(*args)`` stored under that name
+  (:meth:`CellStore.get_or_compute`), with a progress bar over the grid. A rerun
+  on the same store reads the finished cells back.
 
   Args:
     store: the cells (:class:`CellStore`).
-    cells: cell name -> the positional arguments of ``compute`` for that cell (a tuple), in the
-      order to compute them; names must be distinct non-empty strings (a mapping's keys are).
-    compute: ``compute(*args) -> value``, a JSON-serialisable value; called only for the cells
-      missing from ``store``.
+    cells: cell name -> the positional arguments of ``compute`` for that cell (a
+      tuple), in the order to compute them; names must be distinct non-empty
+      strings (a mapping's keys are).
+    compute: ``compute(*args) -> value``, a JSON-serialisable value; called only
+      for the cells missing from ``store``.
     desc: the progress bar's label.
-    show_progress: draw the progress bar (process 0 only; ``JAXPAPERS_NO_PROGRESS=1`` hides it).
+    show_progress: draw the progress bar (process 0 only;
+      ``JAXPAPERS_NO_PROGRESS=1`` hides it).
 
   Returns:
     ``[len(cells)]`` values as stored (JSON types), in the order of ``cells``.
 
   Raises:
-    TypeError: ``store`` is not a :class:`CellStore`, ``cells`` is not a mapping, a cell's
-      arguments are not a tuple or list, or ``compute`` is not callable.
+    TypeError: ``store`` is not a :class:`CellStore`, ``cells`` is not a
+      mapping, a cell's arguments are not a tuple or list, or ``compute`` is not
+      callable.
 
   Example::
 
@@ -911,36 +1048,47 @@ def fill_cells(
     raise TypeError(f"store must be a CellStore, got {type(store).__name__}")
   if not isinstance(cells, Mapping):
     raise TypeError(
-      f"cells must be a mapping of cell names to argument tuples, got {type(cells).__name__}"
+      "cells must be a mapping of cell names to argument tuples, "
+      f"got {type(cells).__name__}"
     )
   if not callable(compute):
     raise TypeError(f"compute must be callable, got {type(compute).__name__}")
   for name, args in cells.items():
     if not isinstance(args, (tuple, list)):
       raise TypeError(
-        f"cells[{name!r}] must be a tuple of compute's arguments, got {type(args).__name__}"
+        f"cells[{name!r}] must be a tuple of compute's arguments, "
+        f"got {type(args).__name__}"
       )
-  bar = _progress(cells.items(), desc=desc, disable=None if show_progress else True)
-  return [store.get_or_compute(name, lambda _, args=args: compute(*args)) for name, args in bar]
+  bar = _progress(
+    cells.items(), desc=desc, disable=None if show_progress else True
+  )
+  return [
+    store.get_or_compute(name, lambda _, args=args: compute(*args))
+    for name, args in bar
+  ]
 
 
 class CellRunner:
-  """Fills a :class:`CellStore` cell by cell, within a process-CPU budget, or only reads it.
+  """Fills a :class:`CellStore` cell by cell, within a process-CPU budget, or
+  only reads it.
 
-  The orchestration of an experiment whose work is a list of named cells computed in a fixed
-  order (a search's trials, then the finals they select): :meth:`cell` returns a stored cell
-  as it is; otherwise it computes it (``compute() -> dict``), stores it with its ``cpu_s`` (the
-  process CPU seconds it took) and ``wall_s``, and returns what the store holds. It returns
-  None instead of computing when ``report_only`` is set (re-rendering a report from the cells
-  there are) or when the process has used more than ``budget_s`` CPU seconds since the runner
-  was made; :attr:`stopped` then says that the budget stopped it. A rerun on the same store
-  reads finished cells back and computes only the missing ones.
+  The orchestration of an experiment whose work is a list of named cells
+  computed in a fixed order (a search's trials, then the finals they select):
+  :meth:`cell` returns a stored cell as it is; otherwise it computes it
+  (``compute() -> dict``), stores it with its ``cpu_s`` (the process CPU seconds
+  it took) and ``wall_s``, and returns what the store holds. It returns None
+  instead of computing when ``report_only`` is set (re-rendering a report from
+  the cells there are) or when the process has used more than ``budget_s`` CPU
+  seconds since the runner was made; :attr:`stopped` then says that the budget
+  stopped it. A rerun on the same store reads finished cells back and computes
+  only the missing ones.
 
   Args:
     store: the cells (:class:`CellStore`).
     budget_s: process CPU seconds after which no new cell starts (0: no budget).
     report_only: never compute; missing cells are None.
-    describe: optional ``cell value -> str`` for the log line of a computed cell.
+    describe: optional ``cell value -> str`` for the log line of a computed
+      cell.
 
   Attributes:
     stopped: whether the budget has stopped a cell from starting.
@@ -962,22 +1110,36 @@ class CellRunner:
   ):
     if not isinstance(store, CellStore):
       raise TypeError(f"store must be a CellStore, got {type(store).__name__}")
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or budget_s < 0:
-      raise ValueError(f"budget_s must be a number >= 0 (0: no budget), got {budget_s!r}")
-    self.store, self.budget_s, self.report_only = store, float(budget_s), bool(report_only)
+    if (
+      isinstance(budget_s, bool)
+      or not isinstance(budget_s, (int, float))
+      or budget_s < 0
+    ):
+      raise ValueError(
+        f"budget_s must be a number >= 0 (0: no budget), got {budget_s!r}"
+      )
+    self.store, self.budget_s, self.report_only = (
+      store,
+      float(budget_s),
+      bool(report_only),
+    )
     self.describe = describe
     self.cpu0, self.stopped = time.process_time(), False
 
-  def cell(self, name: str, compute: Callable[[], dict[str, Any]]) -> Any | None:
-    """The cell ``name``: stored, computed now, or None (report-only or budget spent).
+  def cell(
+    self, name: str, compute: Callable[[], dict[str, Any]]
+  ) -> Any | None:
+    """The cell ``name``: stored, computed now, or None (report-only or budget
+    spent).
 
     Args:
       name: the cell's name in the store.
-      compute: ``() -> dict``, called only when the cell is missing and may start.
+      compute: ``() -> dict``, called only when the cell is missing and may
+        start.
 
     Returns:
-      The cell's value as stored (with ``cpu_s`` and ``wall_s`` when computed by a runner), or
-      None.
+      The cell's value as stored (with ``cpu_s`` and ``wall_s`` when computed by
+      a runner), or None.
     """
     if name in self.store:
       return self.store.get(name)
@@ -991,8 +1153,13 @@ class CellRunner:
       c0, t0 = time.process_time(), time.perf_counter()
       out = compute()
       if not isinstance(out, dict):
-        raise TypeError(f"cell {name!r}: compute() must return a dict, got {type(out).__name__}")
-      return dict(out, cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)
+        raise TypeError(
+          f"cell {name!r}: compute() must return a dict, "
+          f"got {type(out).__name__}"
+        )
+      return dict(
+        out, cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0
+      )
 
     value = self.store.get_or_compute(name, timed)
     what = f"{self.describe(value)} " if self.describe is not None else ""

@@ -1,4 +1,5 @@
-"""Wall-clock timing of jitted calls for the side-by-side benchmarks in ``benchmarks/``."""
+"""Wall-clock timing of jitted calls for the side-by-side benchmarks in
+``benchmarks/``."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import jax
 def best_time(fn: Callable[[], Any], repeats: int = 3) -> float:
   """Best-of-``repeats`` wall time of ``fn()`` in seconds, compilation excluded.
 
-  ``fn`` is called once first (compilation and warm-up, not timed); every timed call waits
-  for its outputs with ``jax.block_until_ready``, so asynchronous dispatch is not mistaken
-  for speed. The minimum is the least noisy estimate on a shared machine; compare methods
-  by the ratio of their best times measured in the same process.
+  ``fn`` is called once first (compilation and warm-up, not timed); every timed
+  call waits for its outputs with ``jax.block_until_ready``, so asynchronous
+  dispatch is not mistaken for speed. The minimum is the least noisy estimate on
+  a shared machine; compare methods by the ratio of their best times measured in
+  the same process.
 
   Args:
     fn: a function of no arguments returning a pytree of arrays (or anything

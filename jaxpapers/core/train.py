@@ -35,7 +35,8 @@ class TrainState(flax.struct.PyTreeNode):
     step: int32 scalar, number of updates applied.
     graphdef: the model's static graph definition (not a pytree leaf).
     params: the ``nnx.Param`` variables, as an ``nnx.State`` pytree.
-    rest: every other variable (batch stats, RNG counters, ...), as ``nnx.State``.
+    rest: every other variable (batch stats, RNG counters, ...), as
+      ``nnx.State``.
     opt_state: the optax state of ``tx`` over ``params``.
     tx: the optax transformation (static).
   """
@@ -48,11 +49,14 @@ class TrainState(flax.struct.PyTreeNode):
   tx: optax.GradientTransformation = flax.struct.field(pytree_node=False)
 
   @classmethod
-  def create(cls, model: nnx.Module, tx: optax.GradientTransformation) -> TrainState:
+  def create(
+    cls, model: nnx.Module, tx: optax.GradientTransformation
+  ) -> TrainState:
     """Splits ``model`` into a state at step 0 and initialises the optimizer.
 
     Args:
-      model: the NNX module; its ``nnx.Param`` variables become ``params``, the rest ``rest``.
+      model: the NNX module; its ``nnx.Param`` variables become ``params``, the
+        rest ``rest``.
       tx: the optax transformation, initialised over ``params``.
 
     Returns:
@@ -72,7 +76,8 @@ class TrainState(flax.struct.PyTreeNode):
     """The NNX module with this state's variables.
 
     Returns:
-      a fresh module each call, merged from ``graphdef``, ``params`` and ``rest``.
+      a fresh module each call, merged from ``graphdef``, ``params`` and
+      ``rest``.
     """
     return nnx.merge(self.graphdef, self.params, self.rest)
 
@@ -86,8 +91,8 @@ class TrainState(flax.struct.PyTreeNode):
     under ``jax.jit``), and splits the mutated non-parameter state back out.
 
     Args:
-      loss_fn: ``loss_fn(model, *args)`` returning a scalar loss, or ``(loss, aux)`` when
-        ``has_aux``.
+      loss_fn: ``loss_fn(model, *args)`` returning a scalar loss, or
+        ``(loss, aux)`` when ``has_aux``.
       *args: further arguments of ``loss_fn`` (e.g. the batch).
       has_aux: whether ``loss_fn`` returns ``(loss, aux)``.
 
@@ -102,20 +107,26 @@ class TrainState(flax.struct.PyTreeNode):
     _, _, rest = nnx.split(model, nnx.Param, ...)
     return value, grads, rest
 
-  def apply_gradients(self, grads: Any, *, rest: Any = None, **extra_args: Any) -> TrainState:
+  def apply_gradients(
+    self, grads: Any, *, rest: Any = None, **extra_args: Any
+  ) -> TrainState:
     """One optax update.
 
     Args:
       grads: gradients, of ``params``' structure.
-      rest: updated non-parameter state (from :meth:`value_and_grad`); None keeps ``rest``.
+      rest: updated non-parameter state (from :meth:`value_and_grad`); None
+        keeps ``rest``.
       **extra_args: keyword arguments passed to ``tx.update`` (for
         ``GradientTransformationExtraArgs``, e.g. ``value`` of a line search).
 
     Returns:
-      the state with ``step + 1``, updated ``params`` and ``opt_state``, and ``rest``.
+      the state with ``step + 1``, updated ``params`` and ``opt_state``, and
+      ``rest``.
     """
     if extra_args:
-      updates, opt_state = self.tx.update(grads, self.opt_state, self.params, **extra_args)
+      updates, opt_state = self.tx.update(
+        grads, self.opt_state, self.params, **extra_args
+      )
     else:
       updates, opt_state = self.tx.update(grads, self.opt_state, self.params)
     params = optax.apply_updates(self.params, updates)
@@ -130,7 +141,8 @@ class TrainState(flax.struct.PyTreeNode):
     """The arrays to save (everything but the static parts).
 
     Returns:
-      ``{'step', 'params', 'rest', 'opt_state'}``, the pytree :meth:`restore_from` reads.
+      ``{'step', 'params', 'rest', 'opt_state'}``, the pytree
+      :meth:`restore_from` reads.
     """
     return {
       "step": self.step,
@@ -149,7 +161,10 @@ class TrainState(flax.struct.PyTreeNode):
       this state with ``step``, ``params``, ``rest`` and ``opt_state`` replaced.
     """
     return self.replace(
-      step=tree["step"], params=tree["params"], rest=tree["rest"], opt_state=tree["opt_state"]
+      step=tree["step"],
+      params=tree["params"],
+      rest=tree["rest"],
+      opt_state=tree["opt_state"],
     )
 
 
@@ -157,7 +172,8 @@ _HISTORY_FILE = "history.jsonl"
 
 
 def _history_record(rec: dict[str, Any]) -> dict[str, Any]:
-  """A JSONL record ``{"step", **metrics}`` in the in-memory order ``{**metrics, "step", ...}``."""
+  """A JSONL record ``{"step", **metrics}`` in the in-memory order
+  ``{**metrics, "step", ...}``."""
   out = {k: v for k, v in rec.items() if k not in ("step", "elapsed_s")}
   out["step"] = rec["step"]
   if "elapsed_s" in rec:
@@ -204,7 +220,8 @@ def train_loop(
       run killed at any point and rerun logs every step exactly once and ends
       in the uninterrupted run's state.
     checkpoint_every: save every this many steps (and at the end); 0 disables.
-    eval_fn: ``state -> metrics``, run every ``eval_every`` steps and at the end.
+    eval_fn: ``state -> metrics``, run every ``eval_every`` steps and at the
+      end.
     eval_every: 0 disables periodic evaluation (the final one still runs).
     log_every: record training metrics every this many steps.
     desc: progress bar label.
@@ -222,10 +239,13 @@ def train_loop(
   start = int(state.step)
   if workdir is not None and checkpoint_every > 0:
     workdir = epath.Path(workdir)
-    ckpt = checkpoint_lib.Checkpointer(workdir / "checkpoints", max_to_keep=max_to_keep)
+    ckpt = checkpoint_lib.Checkpointer(
+      workdir / "checkpoints", max_to_keep=max_to_keep
+    )
     resume_step = None
     if ckpt.latest_step() is not None:
-      # The newest checkpoint that matches its digests (a corrupt one is skipped, warned of).
+      # The newest checkpoint that matches its digests (a corrupt one is
+      # skipped, warned of).
       _, tree = ckpt.restore_latest(state.checkpoint_tree())
       state = state.restore_from(tree)
       start = resume_step = int(state.step)
@@ -233,7 +253,9 @@ def train_loop(
       # only process 0 rewrites the file (MetricWriter is a no-op elsewhere).
       history = [
         _history_record(r)
-        for r in metric_writer_lib.read_metrics(workdir, _HISTORY_FILE, allow_torn_tail=True)
+        for r in metric_writer_lib.read_metrics(
+          workdir, _HISTORY_FILE, allow_torn_tail=True
+        )
         if r["step"] <= start
       ]
     writer = metric_writer_lib.MetricWriter(
@@ -255,21 +277,34 @@ def train_loop(
       if log_every and (done % log_every == 0 or done == num_steps):
         rec.update({f"train/{k}": v for k, v in _scalarize(metrics).items()})
         bar.set_postfix(
-          {k: f"{v:.4g}" for k, v in rec.items() if isinstance(v, float)}, refresh=False
+          {k: f"{v:.4g}" for k, v in rec.items() if isinstance(v, float)},
+          refresh=False,
         )
-      if eval_fn is not None and ((eval_every and done % eval_every == 0) or done == num_steps):
-        rec.update({f"eval/{k}": v for k, v in _scalarize(eval_fn(state)).items()})
+      if eval_fn is not None and (
+        (eval_every and done % eval_every == 0) or done == num_steps
+      ):
+        rec.update(
+          {f"eval/{k}": v for k, v in _scalarize(eval_fn(state)).items()}
+        )
       if rec:
         rec["step"] = done
         rec["elapsed_s"] = time.perf_counter() - t0
         record(rec)
-      if ckpt is not None and (done % checkpoint_every == 0 or done == num_steps):
+      if ckpt is not None and (
+        done % checkpoint_every == 0 or done == num_steps
+      ):
         if writer is not None:  # always, with ckpt
-          writer.flush()  # every record up to `done` is on disk before its checkpoint can be
+          # every record up to `done` is on disk before its checkpoint can be
+          writer.flush()
         ckpt.save(done, state.checkpoint_tree(), force=True)
       bar.update(1)
     if start >= num_steps and eval_fn is not None and not history:
-      record({"step": start, **{f"eval/{k}": v for k, v in _scalarize(eval_fn(state)).items()}})
+      record(
+        {
+          "step": start,
+          **{f"eval/{k}": v for k, v in _scalarize(eval_fn(state)).items()},
+        }
+      )
   finally:
     bar.close()
     if writer is not None:

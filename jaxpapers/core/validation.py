@@ -1,42 +1,48 @@
-"""Input validation shared by every package: the project's bad-input policy and its helpers.
+"""Input validation shared by every package: the project's bad-input policy and
+its helpers.
 
 Bad input
 =========
 
-A malformed call gets a clear ``TypeError`` or ``ValueError`` that names the argument and the
-expected form. No public function returns a plausible but wrong number, eagerly or under
-``jax.jit``. Three kinds of checks, with one rule each:
+A malformed call gets a clear ``TypeError`` or ``ValueError`` that names the
+argument and the expected form. No public function returns a plausible but wrong
+number, eagerly or under ``jax.jit``. Three kinds of checks, with one rule each:
 
-1. **Trace-time checks (always).** Shapes, ranks, dtypes, pytree structures and static
-   configuration (Python ints, floats, strings, config dataclasses) are known while tracing, so
-   they raise the same error eagerly and under ``jax.jit``/``vmap``/``grad``. A NaN or
-   infinite *static* float (``temperature=float('nan')``) is a trace-time error too. Ranks
-   and shapes are checked with chex's static assertions, re-raised with a message that
+1. **Trace-time checks (always).** Shapes, ranks, dtypes, pytree structures and
+   static configuration (Python ints, floats, strings, config dataclasses) are
+   known while tracing, so they raise the same error eagerly and under
+   ``jax.jit``/``vmap``/``grad``. A NaN or infinite *static* float
+   (``temperature=float('nan')``) is a trace-time error too. Ranks and shapes
+   are checked with chex's static assertions, re-raised with a message that
    names the argument.
 
-2. **Value checks on array data (eagerly: raise; traced: poison).** Checks that need the data
-   (labels in ``[0, C)``, no NaN scores, token ids below the vocabulary size, non-negative
-   weights) raise a ``ValueError`` whenever the data is concrete: numpy arrays, Python
-   numbers, and JAX arrays outside a trace. Under a trace the function cannot raise, so it
-   *poisons* its result instead: every float output becomes NaN (integer outputs that index
-   something, such as generated tokens, become -1, the library's "no value" marker). A bad
-   value therefore never comes back as a plausible number. Each function that poisons says so
-   in its docstring under "Under jit". Call it eagerly once (or test ``jnp.isnan`` on the
-   output) to get the error message; :func:`check_values` and :func:`poison` implement the
-   rule.
+2. **Value checks on array data (eagerly: raise; traced: poison).** Checks that
+   need the data (labels in ``[0, C)``, no NaN scores, token ids below the
+   vocabulary size, non-negative weights) raise a ``ValueError`` whenever the
+   data is concrete: numpy arrays, Python numbers, and JAX arrays outside a
+   trace. Under a trace the function cannot raise, so it *poisons* its result
+   instead: every float output becomes NaN (integer outputs that index
+   something, such as generated tokens, become -1, the library's "no value"
+   marker). A bad value therefore never comes back as a plausible number. Each
+   function that poisons says so in its docstring under "Under jit". Call it
+   eagerly once (or test ``jnp.isnan`` on the output) to get the error message;
+   :func:`check_values` and :func:`poison` implement the rule.
 
-3. **Host-side functions** (file loaders, numpy graph builders, config parsing) always see
-   concrete data and always raise. A corrupt, truncated or missing file raises an error that
-   names the file (and, for checkpoints, the step and directory).
+3. **Host-side functions** (file loaders, numpy graph builders, config parsing)
+   always see concrete data and always raise. A corrupt, truncated or missing
+   file raises an error that names the file (and, for checkpoints, the step and
+   directory).
 
-**Degenerate but legal input** returns a documented value, tested in the package's
-``tests/<pkg>/test_bad_input.py`` (for example, a ranking query with no relevant candidate
-scores 0; balanced accuracy averages over the classes present). Empty inputs whose size is
-static (no candidates, no samples) are trace-time errors, not degenerate values.
+**Degenerate but legal input** returns a documented value, tested in the
+package's ``tests/<pkg>/test_bad_input.py`` (for example, a ranking query with
+no relevant candidate scores 0; balanced accuracy averages over the classes
+present). Empty inputs whose size is static (no candidates, no samples) are
+trace-time errors, not degenerate values.
 
-Every package's public surface is covered by a battery, ``tests/<pkg>/test_bad_input.py``: a
-table of malformed calls run eagerly and under ``jax.jit``, with a check that every public
-callable has a row (or a stated exemption).
+Every package's public surface is covered by a battery,
+``tests/<pkg>/test_bad_input.py``: a table of malformed calls run eagerly and
+under ``jax.jit``, with a check that every public callable has a row (or a
+stated exemption).
 """
 
 from __future__ import annotations
@@ -68,16 +74,24 @@ _KINDS = {
   "int": ("integer", lambda dt: np.issubdtype(dt, np.integer)),
   "float": ("floating", lambda dt: np.issubdtype(dt, np.floating)),
   "bool": ("bool", lambda dt: dt == np.bool_),
-  "intbool": ("integer or bool", lambda dt: np.issubdtype(dt, np.integer) or dt == np.bool_),
+  "intbool": (
+    "integer or bool",
+    lambda dt: np.issubdtype(dt, np.integer) or dt == np.bool_,
+  ),
   "real": (
     "real (integer, bool or floating)",
-    lambda dt: np.issubdtype(dt, np.integer) or np.issubdtype(dt, np.floating) or dt == np.bool_,
+    lambda dt: (
+      np.issubdtype(dt, np.integer)
+      or np.issubdtype(dt, np.floating)
+      or dt == np.bool_
+    ),
   ),
 }
 
 
 def is_concrete(*xs: Any) -> bool:
-  """True when no leaf of ``xs`` is a JAX tracer, i.e. its values can be read now.
+  """True when no leaf of ``xs`` is a JAX tracer, i.e. its values can be read
+  now.
 
   Args:
     *xs: pytrees to inspect.
@@ -85,7 +99,9 @@ def is_concrete(*xs: Any) -> bool:
   Returns:
     False when any leaf is a ``jax.core.Tracer``.
   """
-  return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(xs))
+  return not any(
+    isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(xs)
+  )
 
 
 def _dtype_of(x: Any) -> np.dtype:
@@ -95,12 +111,16 @@ def _dtype_of(x: Any) -> np.dtype:
   return np.asarray(x).dtype
 
 
-def _chex_or_raise(assertion: Any, arr: jax.Array, expected: Any, message: str) -> None:
-  """Runs a static chex assertion on ``arr``; a failure becomes ``ValueError(message)``.
+def _chex_or_raise(
+  assertion: Any, arr: jax.Array, expected: Any, message: str
+) -> None:
+  """Runs a static chex assertion on ``arr``; a failure becomes
+  ``ValueError(message)``.
 
-  The rank and shape checks are chex's (``chex.assert_rank`` / ``chex.assert_shape``, the
-  trace-time checks JAX libraries share); the re-raise keeps this module's message, which
-  names the caller's argument, and its exception type.
+  The rank and shape checks are chex's (``chex.assert_rank`` /
+  ``chex.assert_shape``, the trace-time checks JAX libraries share); the
+  re-raise keeps this module's message, which names the caller's argument, and
+  its exception type.
   """
   try:
     assertion(arr, expected)
@@ -124,15 +144,16 @@ def check_array(
     name: its name in the caller's signature (used in the message).
     ndim: the required rank, or a collection of allowed ranks.
     shape: the required shape; ``None`` entries match any size.
-    dtype: ``'int'``, ``'float'``, ``'bool'``, ``'intbool'`` or ``'real'`` (a dtype kind), or
-      None for any.
+    dtype: ``'int'``, ``'float'``, ``'bool'``, ``'intbool'`` or ``'real'`` (a
+      dtype kind), or None for any.
     nonempty: require at least one element.
 
   Returns:
     ``jnp.asarray(x)`` (a tracer stays a tracer).
 
   Raises:
-    TypeError: wrong dtype kind (or not array-like). ValueError: wrong rank, shape or size.
+    TypeError: wrong dtype kind (or not array-like). ValueError: wrong rank,
+      shape or size.
 
   Rank and shape go through ``chex.assert_rank`` / ``chex.assert_shape``, so
   ``chex.disable_asserts()`` turns them off as it does every chex assertion.
@@ -153,13 +174,19 @@ def check_array(
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     want = allowed[0] if len(allowed) == 1 else f"one of {allowed}"
     _chex_or_raise(
-      chex.assert_rank, arr, set(allowed), f"{name} must have rank {want}, got shape {arr.shape}"
+      chex.assert_rank,
+      arr,
+      set(allowed),
+      f"{name} must have rank {want}, got shape {arr.shape}",
     )
   if shape is not None:
     dims = ", ".join("?" if s is None else str(s) for s in shape)
     want = f"({dims},)" if len(shape) == 1 else f"({dims})"
     _chex_or_raise(
-      chex.assert_shape, arr, tuple(shape), f"{name} must have shape {want}, got {arr.shape}"
+      chex.assert_shape,
+      arr,
+      tuple(shape),
+      f"{name} must have shape {want}, got {arr.shape}",
     )
   if nonempty and arr.size == 0:
     raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
@@ -167,7 +194,11 @@ def check_array(
 
 
 def check_int(
-  value: Any, name: str, *, min_value: int | None = None, max_value: int | None = None
+  value: Any,
+  name: str,
+  *,
+  min_value: int | None = None,
+  max_value: int | None = None,
 ) -> int:
   """A static integer argument (Python or numpy int, not bool) as a Python int.
 
@@ -183,8 +214,12 @@ def check_int(
   Raises:
     TypeError: not an integer. ValueError: outside ``[min_value, max_value]``.
   """
-  if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-    raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+  if isinstance(value, (bool, np.bool_)) or not isinstance(
+    value, numbers.Integral
+  ):
+    raise TypeError(
+      f"{name} must be an int, got {type(value).__name__} {value!r}"
+    )
   value = int(value)
   if min_value is not None and value < min_value:
     raise ValueError(f"{name} must be >= {min_value}, got {value}")
@@ -203,7 +238,8 @@ def check_float(
   max_inclusive: bool = True,
   allow_inf: bool = False,
 ) -> float:
-  """A static real argument as a Python float: finite (NaN never passes) and in range.
+  """A static real argument as a Python float: finite (NaN never passes) and in
+  range.
 
   Args:
     value: the argument.
@@ -218,23 +254,38 @@ def check_float(
     ``float(value)``.
 
   Raises:
-    TypeError: not a real number. ValueError: NaN, infinite (unless ``allow_inf``) or out of
-      range.
+    TypeError: not a real number. ValueError: NaN, infinite (unless
+      ``allow_inf``) or out of range.
   """
   if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-    raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    raise TypeError(
+      f"{name} must be a real number, got {type(value).__name__} {value!r}"
+    )
   value = float(value)
   if math.isnan(value) or (math.isinf(value) and not allow_inf):
     raise ValueError(f"{name} must be a finite number, got {value!r}")
-  if min_value is not None and (value < min_value or (value == min_value and not min_inclusive)):
-    raise ValueError(f"{name} must be {'>=' if min_inclusive else '>'} {min_value}, got {value!r}")
-  if max_value is not None and (value > max_value or (value == max_value and not max_inclusive)):
-    raise ValueError(f"{name} must be {'<=' if max_inclusive else '<'} {max_value}, got {value!r}")
+  if min_value is not None and (
+    value < min_value or (value == min_value and not min_inclusive)
+  ):
+    raise ValueError(
+      f"{name} must be {'>=' if min_inclusive else '>'} {min_value}, "
+      f"got {value!r}"
+    )
+  if max_value is not None and (
+    value > max_value or (value == max_value and not max_inclusive)
+  ):
+    raise ValueError(
+      f"{name} must be {'<=' if max_inclusive else '<'} {max_value}, "
+      f"got {value!r}"
+    )
   return value
 
 
-def check_values(ok: Any, message: str, *, error: type[Exception] = ValueError) -> bool | jax.Array:
-  """A value check following the policy: raise when concrete, else return a traced flag.
+def check_values(
+  ok: Any, message: str, *, error: type[Exception] = ValueError
+) -> bool | jax.Array:
+  """A value check following the policy: raise when concrete, else return a
+  traced flag.
 
   Args:
     ok: a boolean array (any shape) that must be all True for valid input.
@@ -242,8 +293,8 @@ def check_values(ok: Any, message: str, *, error: type[Exception] = ValueError) 
     error: the exception type raised eagerly.
 
   Returns:
-    ``True`` (a Python bool) when ``ok`` is concrete and all True; a traced boolean scalar
-    when ``ok`` is traced, to be passed to :func:`poison`.
+    ``True`` (a Python bool) when ``ok`` is concrete and all True; a traced
+    boolean scalar when ``ok`` is traced, to be passed to :func:`poison`.
 
   Raises:
     ``error`` when ``ok`` is concrete and some entry is False.
@@ -256,10 +307,12 @@ def check_values(ok: Any, message: str, *, error: type[Exception] = ValueError) 
 
 
 def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
-  """Replaces every float leaf of ``tree`` by NaN (integer leaves by ``int_fill``) unless ``ok``.
+  """Replaces every float leaf of ``tree`` by NaN (integer leaves by
+  ``int_fill``) unless ``ok``.
 
-  ``ok`` is what :func:`check_values` returned (several flags may be combined with ``&``);
-  ``True`` returns ``tree`` unchanged. Bool leaves and non-array leaves are left alone.
+  ``ok`` is what :func:`check_values` returned (several flags may be combined
+  with ``&``); ``True`` returns ``tree`` unchanged. Bool leaves and non-array
+  leaves are left alone.
 
   Args:
     tree: a pytree of arrays (and other leaves).
@@ -273,7 +326,10 @@ def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
     return tree
   ok = jnp.asarray(ok)
   if ok.dtype != jnp.bool_ or ok.ndim != 0:
-    raise TypeError(f"ok must be a boolean scalar (from check_values), got {ok.dtype}{ok.shape}")
+    raise TypeError(
+      "ok must be a boolean scalar (from check_values), "
+      f"got {ok.dtype}{ok.shape}"
+    )
 
   def leaf(x):
     if not isinstance(x, (jax.Array, np.ndarray)):
@@ -288,7 +344,8 @@ def poison(tree: Any, ok: Any, *, int_fill: int = -1) -> Any:
 
 
 def check_path(value: Any, name: str) -> os.PathLike | str:
-  """A filesystem path argument (str or ``os.PathLike``); raises TypeError otherwise.
+  """A filesystem path argument (str or ``os.PathLike``); raises TypeError
+  otherwise.
 
   Args:
     value: the argument.
@@ -299,19 +356,22 @@ def check_path(value: Any, name: str) -> os.PathLike | str:
   """
   if not isinstance(value, (str, os.PathLike)):
     raise TypeError(
-      f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}"
+      f"{name} must be a path (str or os.PathLike), "
+      f"got {type(value).__name__} {value!r}"
     )
   return value
 
 
-# The variant used by flashssm3d, dual_rate, logstop, locos and margins: the same eager rule,
-# plus a ``checkify.debug_check`` under a trace (a no-op under a plain ``jax.jit``; wrapping the
-# jitted function in ``checkify.checkify`` turns it into the error message). Its flags are
-# ``None`` for "checked eagerly, fine", and poisoning touches float leaves only.
+# The variant used by flashssm3d, dual_rate, logstop, locos and margins: the
+# same eager rule, plus a ``checkify.debug_check`` under a trace (a no-op under
+# a plain ``jax.jit``; wrapping the jitted function in ``checkify.checkify``
+# turns it into the error message). Its flags are ``None`` for "checked eagerly,
+# fine", and poisoning touches float leaves only.
 
 
 def traced_flag(ok: Any, message: str) -> jax.Array:
-  """Registers a checkify ``debug_check`` that all of the traced ``ok`` holds; returns ``all(ok)``."""
+  """Registers a checkify ``debug_check`` that all of the traced ``ok`` holds;
+  returns ``all(ok)``."""
   ok = jnp.all(ok)
   checkify.debug_check(ok, message.replace("{", "{{").replace("}", "}}"))
   return ok
@@ -320,9 +380,9 @@ def traced_flag(ok: Any, message: str) -> jax.Array:
 def debug_check_values(ok: Any, message: str) -> jax.Array | None:
   """Value check of the boolean array ``ok`` (all entries must hold).
 
-  Concrete ``ok``: raises ``ValueError(message)`` when an entry is False, else returns None.
-  Traced ``ok``: registers a checkify ``debug_check`` and returns the traced scalar ``all(ok)``
-  for :func:`poison_floats`.
+  Concrete ``ok``: raises ``ValueError(message)`` when an entry is False, else
+  returns None. Traced ``ok``: registers a checkify ``debug_check`` and returns
+  the traced scalar ``all(ok)`` for :func:`poison_floats`.
   """
   if is_concrete(ok):
     check_values(ok, message)
@@ -331,7 +391,8 @@ def debug_check_values(ok: Any, message: str) -> jax.Array | None:
 
 
 def all_flags(*oks: Any) -> jax.Array | None:
-  """Conjunction of flags from :func:`debug_check_values` (None: checked eagerly, fine)."""
+  """Conjunction of flags from :func:`debug_check_values` (None: checked
+  eagerly, fine)."""
   flags = [o for o in oks if o is not None]
   if not flags:
     return None
@@ -342,7 +403,8 @@ def all_flags(*oks: Any) -> jax.Array | None:
 
 
 def poison_floats(tree: Any, ok: Any) -> Any:
-  """Every float leaf of ``tree`` replaced by NaN where ``ok`` is False (None: unchanged)."""
+  """Every float leaf of ``tree`` replaced by NaN where ``ok`` is False (None:
+  unchanged)."""
   if ok is None:
     return tree
 

@@ -1,24 +1,28 @@
 """One run per workdir: an advisory lock file naming the run that holds it.
 
-Two runs writing one workdir would interleave their checkpoints, histories and cells. The
-app entry (:mod:`jaxpapers.core.app`) therefore holds :func:`hold` around the experiment::
+Two runs writing one workdir would interleave their checkpoints, histories and
+cells. The app entry (:mod:`jaxpapers.core.app`) therefore holds :func:`hold`
+around the experiment::
 
   with workdir_lock.hold(workdir):
     train_and_evaluate(config, workdir)
 
-The lock is the file ``<workdir>/.jaxpapers.lock``, holding ``{"pid", "host", "started",
-"argv"}`` of its holder, and an exclusive ``flock`` on it for as long as the holder runs (the
-kernel drops the ``flock`` when the process ends, however it ends). A second run on the same
-workdir refuses with :class:`WorkdirLockedError`, naming the holder's pid and host. A lock
-left by a process that no longer runs (killed, crashed) is taken over, with a warning:
+The lock is the file ``<workdir>/.jaxpapers.lock``, holding ``{"pid", "host",
+"started", "argv"}`` of its holder, and an exclusive ``flock`` on it for as long
+as the holder runs (the kernel drops the ``flock`` when the process ends,
+however it ends). A second run on the same workdir refuses with
+:class:`WorkdirLockedError`, naming the holder's pid and host. A lock left by a
+process that no longer runs (killed, crashed) is taken over, with a warning:
 
-* on the same host, when the ``flock`` can be taken (its holder has exited) or the pid is gone;
-* from another host it is never taken over (its pid cannot be checked from here): the error
-  says which file to remove once that run is known to be dead.
+* on the same host, when the ``flock`` can be taken (its holder has exited) or
+  the pid is gone;
+* from another host it is never taken over (its pid cannot be checked from
+  here): the error says which file to remove once that run is known to be dead.
 
-Only process 0 of a multi-process job takes the lock (all processes of one job share the
-workdir). A remote workdir (``gs://...``) is not locked. On release the lock file is removed,
-and so is the workdir if the lock created it and nothing else was written there.
+Only process 0 of a multi-process job takes the lock (all processes of one job
+share the workdir). A remote workdir (``gs://...``) is not locked. On release
+the lock file is removed, and so is the workdir if the lock created it and
+nothing else was written there.
 """
 
 from __future__ import annotations
@@ -37,7 +41,9 @@ from absl import logging
 
 try:
   import fcntl
-except ImportError:  # pragma: no cover - Windows: the pid/host record alone decides
+except (
+  ImportError
+):  # pragma: no cover - Windows: the pid/host record alone decides
   fcntl = None
 
 __all__ = ["LOCK_FILE", "WorkdirLock", "WorkdirLockedError", "hold"]
@@ -50,8 +56,8 @@ class WorkdirLockedError(RuntimeError):
 
   Attributes:
     path: the lock file.
-    holder: what the lock file says of its holder (``pid``, ``host``, ``started``, ``argv``),
-      or ``{}`` if it could not be read.
+    holder: what the lock file says of its holder (``pid``, ``host``,
+      ``started``, ``argv``), or ``{}`` if it could not be read.
   """
 
   def __init__(self, path: str, holder: dict[str, Any], detail: str = ""):
@@ -59,13 +65,16 @@ class WorkdirLockedError(RuntimeError):
     who = (
       f"pid {holder.get('pid')} on host {holder.get('host')}"
       + (f", started {holder['started']}" if holder.get("started") else "")
-      + (f" ({' '.join(map(str, holder['argv']))})" if holder.get("argv") else "")
+      + (
+        f" ({' '.join(map(str, holder['argv']))})" if holder.get("argv") else ""
+      )
       if holder
       else "another process (its lock file could not be read)"
     )
     super().__init__(
-      f"workdir {os.path.dirname(path)} is in use by {who}: two runs must not write one "
-      f"workdir. Wait for that run to finish, or give this one another --workdir.{detail}"
+      f"workdir {os.path.dirname(path)} is in use by {who}: "
+      "two runs must not write one workdir. Wait for that run to finish, "
+      f"or give this one another --workdir.{detail}"
     )
 
 
@@ -131,18 +140,21 @@ class WorkdirLock:
     self._created = missing  # deepest first
 
   def acquire(self) -> None:
-    """Takes the lock, or raises :class:`WorkdirLockedError` naming its live holder.
+    """Takes the lock, or raises :class:`WorkdirLockedError` naming its live
+    holder.
 
     Raises:
-      WorkdirLockedError: another process on this host that still runs holds it, or a
-        process on another host does (whether it runs cannot be checked from here).
+      WorkdirLockedError: another process on this host that still runs holds it,
+        or a process on another host does (whether it runs cannot be checked
+        from here).
       RuntimeError: this object already holds it.
     """
     if self._fd is not None:
       raise RuntimeError(f"{self.path} is already held by this WorkdirLock")
     self._make_dirs()
     host, pid = socket.gethostname(), os.getpid()
-    for _ in range(100):  # retried only if the file is replaced between open and flock
+    # retried only if the file is replaced between open and flock
+    for _ in range(100):
       fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
       try:
         flocked = self._flock(fd)
@@ -152,7 +164,8 @@ class WorkdirLock:
           same_file = os.fstat(fd).st_ino == os.stat(self.path).st_ino
         except FileNotFoundError:
           same_file = False
-        if not same_file:  # released (and removed) by its holder meanwhile: open the new one
+        # released (and removed) by its holder meanwhile: open the new one
+        if not same_file:
           os.close(fd)
           continue
         holder = _read_holder(fd)
@@ -162,7 +175,9 @@ class WorkdirLock:
         record = {
           "pid": pid,
           "host": host,
-          "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+          "started": datetime.datetime.now(datetime.UTC).isoformat(
+            timespec=("seconds")
+          ),
           "argv": sys.argv,
         }
         os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
@@ -176,7 +191,8 @@ class WorkdirLock:
 
   @staticmethod
   def _flock(fd: int) -> bool | None:
-    """True: taken; False: another open file holds it; None: unsupported here."""
+    """True: taken; False: another open file holds it; None: unsupported
+    here."""
     if fcntl is None:
       return None
     try:
@@ -184,25 +200,39 @@ class WorkdirLock:
     except BlockingIOError:
       return False
     except OSError as e:
-      if e.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+      if e.errno in (
+        errno.ENOLCK,
+        errno.EOPNOTSUPP,
+        errno.ENOSYS,
+        errno.EINVAL,
+      ):
         return None
       raise
     return True
 
-  def _check_stale(self, holder: dict[str, Any], host: str, flocked: bool | None) -> None:
+  def _check_stale(
+    self, holder: dict[str, Any], host: str, flocked: bool | None
+  ) -> None:
     """Raises unless the lock file's previous holder is known to be gone."""
     other_pid = holder.get("pid")
     if holder.get("host") != host:
       raise WorkdirLockedError(
         self.path,
         holder,
-        f" If that run is no longer running, remove {self.path} and start again.",
+        (
+          f" If that run is no longer running, remove {self.path} and start "
+          "again."
+        ),
       )
     alive = isinstance(other_pid, int) and _pid_alive(other_pid)
-    if alive and flocked is None:  # no flock here: the pid is all there is to go by
+    # no flock here: the pid is all there is to go by
+    if alive and flocked is None:
       raise WorkdirLockedError(self.path, holder)
     logging.warning(
-      "taking over the stale lock %s of pid %s on host %s (started %s): that process %s",
+      (
+        "taking over the stale lock %s of pid %s on host %s (started %s): "
+        "that process %s"
+      ),
       self.path,
       other_pid,
       holder.get("host"),
@@ -211,7 +241,8 @@ class WorkdirLock:
     )
 
   def release(self) -> None:
-    """Removes the lock file (and the workdir, if the lock created it and it is empty)."""
+    """Removes the lock file (and the workdir, if the lock created it and it is
+    empty)."""
     if self._fd is None:
       return
     fd, self._fd = self._fd, None
@@ -240,12 +271,14 @@ class WorkdirLock:
 def hold(workdir: Any) -> Iterator[WorkdirLock | None]:
   """Holds ``workdir``'s lock on process 0 for the duration of the block.
 
-  Yields None, and locks nothing, on processes other than 0 and for a remote workdir.
+  Yields None, and locks nothing, on processes other than 0 and for a remote
+  workdir.
 
   Raises:
     WorkdirLockedError: another run holds it (see :meth:`WorkdirLock.acquire`).
   """
-  from jaxpapers.core import distributed  # local: importing this module starts no backend
+  # local: importing this module starts no backend
+  from jaxpapers.core import distributed
 
   if "://" in str(workdir) or not distributed.is_main_process():
     yield None

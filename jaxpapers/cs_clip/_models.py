@@ -1,17 +1,19 @@
-"""Tiny Flax NNX dual encoders for the synthetic scenes (project reconstruction).
+"""Tiny Flax NNX dual encoders for the synthetic scenes (project
+reconstruction).
 
-``ImageEncoder``: two stride-2 3x3 convolutions and a linear head. ``TextEncoder`` pools word
-embeddings with one of three order sensitivities:
+``ImageEncoder``: two stride-2 3x3 convolutions and a linear head.
+``TextEncoder`` pools word embeddings with one of three order sensitivities:
 
 * ``'bow'``: mean of word embeddings (order-blind: a negative control);
-* ``'weak_order'``: mean of word embeddings scaled by ``1 + order_strength * position`` before a
-  MLP (linear pooling, so word order enters only weakly, mimicking the bag-of-words behaviour
-  of real CLIP text towers); ``order_strength = 0`` is ``'bow'``;
-* ``'positional'``: a per-token MLP on word + position embeddings, then mean pooling
-  (order-aware).
+* ``'weak_order'``: mean of word embeddings scaled by ``1 + order_strength *
+  position`` before a MLP (linear pooling, so word order enters only weakly,
+  mimicking the bag-of-words behaviour of real CLIP text towers);
+  ``order_strength = 0`` is ``'bow'``;
+* ``'positional'``: a per-token MLP on word + position embeddings, then mean
+  pooling (order-aware).
 
-Both towers return L2-normalised ``[N, D]`` embeddings; ``DualEncoder`` also holds the learnable
-log logit scale, initialised at log(1 / 0.07) as in CLIP.
+Both towers return L2-normalised ``[N, D]`` embeddings; ``DualEncoder`` also
+holds the learnable log logit scale, initialised at log(1 / 0.07) as in CLIP.
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ TEXT_KINDS = ("bow", "weak_order", "positional")
 
 
 def _l2(x):
-  """L2 normalisation with a finite gradient at 0 (padded, empty captions embed to 0)."""
+  """L2 normalisation with a finite gradient at 0 (padded, empty captions embed
+  to 0)."""
   return x * jax.lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True) + 1e-12)
 
 
 class ImageEncoder(nnx.Module):
   """``[N, S, S, 3]`` images (uint8 or float in [0, 1]) -> ``[N, D]`` unit-norm embeddings.
 
-  Two stride-2 3x3 convolutions with ReLU, then a linear head and L2 normalisation.
+  Two stride-2 3x3 convolutions with ReLU, then a linear head and L2
+  normalisation.
 
   Args:
     dim: D, the embedding width.
@@ -44,7 +48,9 @@ class ImageEncoder(nnx.Module):
     rngs: the parameter random streams.
   """
 
-  def __init__(self, dim: int, *, size: int = 24, width: int = 16, rngs: nnx.Rngs):
+  def __init__(
+    self, dim: int, *, size: int = 24, width: int = 16, rngs: nnx.Rngs
+  ):
     self.conv1 = nnx.Conv(3, width, (3, 3), strides=2, rngs=rngs)
     self.conv2 = nnx.Conv(width, 2 * width, (3, 3), strides=2, rngs=rngs)
     side = math.ceil(math.ceil(size / 2) / 2)
@@ -65,9 +71,9 @@ class TextEncoder(nnx.Module):
   Args:
     vocab: number of word ids (>= 2, id 0 is padding).
     dim: D, the embedding width.
-    kind: one of :data:`TEXT_KINDS`: ``'bow'`` (mean of the word embeddings, no order),
-      ``'weak_order'`` (word ``j`` scaled by ``1 + order_strength * j`` before mean pooling)
-      or ``'positional'`` (learned position embeddings).
+    kind: one of :data:`TEXT_KINDS`: ``'bow'`` (mean of the word embeddings, no
+      order), ``'weak_order'`` (word ``j`` scaled by ``1 + order_strength * j``
+      before mean pooling) or ``'positional'`` (learned position embeddings).
     max_len: the longest caption L the encoder accepts.
     width: the hidden width.
     order_strength: the ``'weak_order'`` coefficient (>= 0).
@@ -90,7 +96,9 @@ class TextEncoder(nnx.Module):
     self.kind = kind
     self.vocab = V.check_int(vocab, "vocab", min_value=2)
     self.max_len = V.check_int(max_len, "max_len", min_value=1)
-    self.order_strength = V.check_float(order_strength, "order_strength", min_value=0.0)
+    self.order_strength = V.check_float(
+      order_strength, "order_strength", min_value=0.0
+    )
     self.embed = nnx.Embed(vocab, width, rngs=rngs)
     if kind == "positional":
       self.pos = nnx.Embed(max_len, width, rngs=rngs)
@@ -98,11 +106,16 @@ class TextEncoder(nnx.Module):
     self.hidden = nnx.Linear(width, width, rngs=rngs)
     self.out = nnx.Linear(width, dim, rngs=rngs)
 
-  def __call__(self, tokens: jax.Array, order_strength: jax.Array | None = None) -> jax.Array:
-    """Encodes; ``order_strength`` (traced scalar) overrides the attribute for 'weak_order'."""
+  def __call__(
+    self, tokens: jax.Array, order_strength: jax.Array | None = None
+  ) -> jax.Array:
+    """Encodes; ``order_strength`` (traced scalar) overrides the attribute for
+    'weak_order'."""
     L = tokens.shape[-1]
     if L > self.max_len:
-      raise ValueError(f"tokens must have at most max_len={self.max_len} columns, got {L}")
+      raise ValueError(
+        f"tokens must have at most max_len={self.max_len} columns, got {L}"
+      )
     valid = (tokens > 0)[..., None].astype(jnp.float32)  # [N, L, 1]
     e = self.embed(tokens)  # [N, L, W]
     if self.kind == "positional":
@@ -115,7 +128,8 @@ class TextEncoder(nnx.Module):
 
 
 class DualEncoder(nnx.Module):
-  """Image and text towers plus the learnable ``log_scale`` (``logit_scale = exp(log_scale)``).
+  """Image and text towers plus the learnable ``log_scale`` (``logit_scale =
+  exp(log_scale)``).
 
   Args:
     vocab: number of word ids of the text tower.
@@ -140,12 +154,18 @@ class DualEncoder(nnx.Module):
   ):
     self.image = ImageEncoder(dim, size=size, rngs=rngs)
     self.text = TextEncoder(
-      vocab, dim, kind=text_kind, max_len=max_len, order_strength=order_strength, rngs=rngs
+      vocab,
+      dim,
+      kind=text_kind,
+      max_len=max_len,
+      order_strength=order_strength,
+      rngs=rngs,
     )
     self.log_scale = nnx.Param(jnp.asarray(math.log(1 / 0.07), jnp.float32))
 
   def logit_scale(self) -> jax.Array:
-    """The contrastive temperature's inverse, ``exp(log_scale)`` clipped to ``[1, 100]``.
+    """The contrastive temperature's inverse, ``exp(log_scale)`` clipped to
+    ``[1, 100]``.
 
     Returns:
       A float32 scalar (``1/0.07`` at initialisation).

@@ -1,11 +1,13 @@
-"""Procedural scenes of coloured shapes: the synthetic proxy for image–caption data.
+"""Procedural scenes of coloured shapes: the synthetic proxy for image–caption
+data.
 
-Project reconstruction (the paper trains on COCO with LLM-extracted units). Each image is a
-``size x size`` RGB canvas split into a 3 x 3 grid of cells; two *mentioned* objects share a
-row (relation "left of" / "right of") or, when ``vertical``, a column ("above" / "below"), and
-optional *distractor* objects fill other cells and are never mentioned in captions.
-Every object is a (colour, shape) pair drawn from 4 colours x 4 shapes; the objects of one
-image are distinct pairs.
+Project reconstruction (the paper trains on COCO with LLM-extracted units). Each
+image is a ``size x size`` RGB canvas split into a 3 x 3 grid of cells; two
+*mentioned* objects share a row (relation "left of" / "right of") or, when
+``vertical``, a column ("above" / "below"), and optional *distractor* objects
+fill other cells and are never mentioned in captions. Every object is a (colour,
+shape) pair drawn from 4 colours x 4 shapes; the objects of one image are
+distinct pairs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ COLOURS = ("red", "green", "blue", "yellow")
 SHAPES = ("circle", "square", "triangle", "cross")
 RELATIONS = ("left of", "right of", "above", "below")
 INVERSE = (1, 0, 3, 2)  # "A left of B" == "B right of A"
-_RGB = np.array([[230, 40, 40], [40, 200, 60], [50, 80, 240], [235, 215, 40]], np.uint8)
+_RGB = np.array(
+  [[230, 40, 40], [40, 200, 60], [50, 80, 240], [235, 215, 40]], np.uint8
+)
 
 
 def _shape_masks(p: int) -> np.ndarray:
@@ -36,7 +40,8 @@ def _shape_masks(p: int) -> np.ndarray:
 
 
 class Scene(NamedTuple):
-  """One scene: objects 0 and 1 are mentioned, ``relation`` is that of object 0 to object 1.
+  """One scene: objects 0 and 1 are mentioned, ``relation`` is that of object 0
+  to object 1.
 
   Attributes:
     colours: colour index of each object (distractors after the first two).
@@ -92,7 +97,8 @@ def partner(entity: np.ndarray) -> np.ndarray:
     entity: int array of any shape, entity ids in ``[0, 16)``.
 
   Returns:
-    Int array of the same shape: the partner ``((c + 1) % 4) * 4 + (s + 2) % 4``.
+    Int array of the same shape: the partner ``((c + 1) % 4) * 4 + (s + 2) %
+    4``.
   """
   c, s = entity // 4, entity % 4
   return ((c + 1) % 4) * 4 + (s + 2) % 4
@@ -114,10 +120,12 @@ def render_scenes(
     seed: numpy generator seed.
     n: number of scenes (> 0).
     size: canvas side, a multiple of 3 and >= 12 (cells of ``size / 3`` pixels).
-    n_objects: mentioned objects per scene (the caption grammar has two; only 2 is allowed).
-    prior: probability that a scene follows the co-occurrence prior: object 1 is the fixed
-      :func:`partner` of object 0 and object 0 is on the left.
-    distractors: unmentioned extra objects (0..4), distinct from the mentioned ones.
+    n_objects: mentioned objects per scene (the caption grammar has two; only 2
+      is allowed).
+    prior: probability that a scene follows the co-occurrence prior: object 1 is
+      the fixed :func:`partner` of object 0 and object 0 is on the left.
+    distractors: unmentioned extra objects (0..4), distinct from the mentioned
+      ones.
     vertical: also draw above/below layouts (half of the scenes).
 
   Returns:
@@ -127,10 +135,14 @@ def render_scenes(
   n = V.check_int(n, "n", min_value=1)
   size = V.check_int(size, "size", min_value=12)
   if size % 3:
-    raise ValueError(f"size must be a multiple of 3 (3 x 3 grid of cells), got {size}")
+    raise ValueError(
+      f"size must be a multiple of 3 (3 x 3 grid of cells), got {size}"
+    )
   V.check_int(n_objects, "n_objects", min_value=2, max_value=2)
   prior = V.check_float(prior, "prior", min_value=0.0, max_value=1.0)
-  distractors = V.check_int(distractors, "distractors", min_value=0, max_value=4)
+  distractors = V.check_int(
+    distractors, "distractors", min_value=0, max_value=4
+  )
   rng = np.random.default_rng(seed)
   K = 2 + distractors
   ent0 = rng.integers(0, 16, n)
@@ -141,7 +153,10 @@ def render_scenes(
   line = rng.integers(0, 3, n)
   a = rng.integers(0, 3, n)
   b = (a + rng.integers(1, 3, n)) % 3
-  a, b = np.where(on_prior, np.minimum(a, b), a), np.where(on_prior, np.maximum(a, b), b)
+  a, b = (
+    np.where(on_prior, np.minimum(a, b), a),
+    np.where(on_prior, np.maximum(a, b), b),
+  )
   cell0 = np.where(vert, a * 3 + line, line * 3 + a)
   cell1 = np.where(vert, b * 3 + line, line * 3 + b)
   relation = np.where(vert, np.where(a < b, 2, 3), np.where(a < b, 0, 1))
@@ -159,7 +174,10 @@ def render_scenes(
     cells.append(scores.argmax(1))
   ents_a = np.stack(ents, 1)
   cells_a = np.stack(cells, 1).astype(np.int32)
-  colours, shapes = (ents_a // 4).astype(np.int32), (ents_a % 4).astype(np.int32)
+  colours, shapes = (
+    (ents_a // 4).astype(np.int32),
+    (ents_a % 4).astype(np.int32),
+  )
   cell = size // 3
   p = cell - 1
   masks = _shape_masks(p)
@@ -174,5 +192,7 @@ def render_scenes(
     cols = (x0[:, None] + ar)[:, None, :]
     patch = images[idx, rows, cols]  # [n, p, p, 3]
     m = masks[shapes[:, k]][..., None]
-    images[idx, rows, cols] = np.where(m, _RGB[colours[:, k]][:, None, None, :], patch)
+    images[idx, rows, cols] = np.where(
+      m, _RGB[colours[:, k]][:, None, None, :], patch
+    )
   return SceneBatch(images, colours, shapes, cells_a, relation.astype(np.int32))

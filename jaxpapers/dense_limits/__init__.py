@@ -1,11 +1,12 @@
-"""Dense neural networks are not universal approximators (Rauchwerger, Jegelka & Levie;
-arXiv:2602.07618), made computable.
+"""Dense neural networks are not universal approximators (Rauchwerger, Jegelka &
+Levie; arXiv:2602.07618), made computable.
 
-Weight-bounded, width-normalised ("strongly dense") ReLU MLPs with sparse and unconstrained
-comparisons; the cut norm (exact enumeration, local search, and a certified Grothendieck-SDP
-bracket); the Frieze–Kannan weak-regularity decomposition; compression of a network into a few
-cut terms per layer; the network as a message-passing graph; Lipschitz bump targets; the
-Lipschitz bound of the dense class and the weak-regularity checks (``lipschitz_summary``,
+Weight-bounded, width-normalised ("strongly dense") ReLU MLPs with sparse and
+unconstrained comparisons; the cut norm (exact enumeration, local search, and a
+certified Grothendieck-SDP bracket); the Frieze–Kannan weak-regularity
+decomposition; compression of a network into a few cut terms per layer; the
+network as a message-passing graph; Lipschitz bump targets; the Lipschitz bound
+of the dense class and the weak-regularity checks (``lipschitz_summary``,
 ``regularity_checks``).
 """
 
@@ -45,8 +46,17 @@ from jaxpapers.dense_limits._regularity import (
   fk_decompose,
   reconstruct,
 )
-from jaxpapers.dense_limits._targets import BumpTarget, bump_data, bump_target, eval_bumps
-from jaxpapers.dense_limits._theory import lipschitz_summary, regularity_checks, regularity_summary
+from jaxpapers.dense_limits._targets import (
+  BumpTarget,
+  bump_data,
+  bump_target,
+  eval_bumps,
+)
+from jaxpapers.dense_limits._theory import (
+  lipschitz_summary,
+  regularity_checks,
+  regularity_summary,
+)
 
 __all__ = [
   "CLASSES",

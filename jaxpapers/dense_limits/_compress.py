@@ -1,17 +1,19 @@
-r"""Compression of a strongly dense MLP: each hidden-to-hidden layer as a few cut terms.
+r"""Compression of a strongly dense MLP: each hidden-to-hidden layer as a few
+cut terms.
 
-With the cut decomposition :math:`W^{(l)} \approx \sum_{r \le K} a_r 1_{S_r} 1_{T_r}^\top`
-(:func:`fk_decompose`), the normalised map becomes
+With the cut decomposition :math:`W^{(l)} \approx \sum_{r \le K} a_r 1_{S_r}
+1_{T_r}^\top` (:func:`fk_decompose`), the normalised map becomes
 
 .. math:: \frac{1}{n} W h \approx \sum_r a_r 1_{S_r}\, u_r, \qquad
    u_r = \frac{1}{n} \sum_{j \in T_r} h_j ,
 
-so a layer communicates ``K`` scalars and costs :math:`O(K(n_{in} + n_{out}))` instead of
-:math:`O(n_{in} n_{out})`; its neurons fall into at most :math:`2^K` types (cells of
-:math:`S_1..S_K`). The input and output layers (fixed :math:`d_0`, :math:`d_L`, cost linear in
-the width) stay dense. For comparison the same factored form
-``W^T ~ P^T diag(q) Q`` is filled by a truncated SVD (equal forward cost) or by ``K`` random
-cut terms with least-squares coefficients.
+so a layer communicates ``K`` scalars and costs :math:`O(K(n_{in} + n_{out}))`
+instead of :math:`O(n_{in} n_{out})`; its neurons fall into at most :math:`2^K`
+types (cells of :math:`S_1..S_K`). The input and output layers (fixed
+:math:`d_0`, :math:`d_L`, cost linear in the width) stay dense. For comparison
+the same factored form ``W^T ~ P^T diag(q) Q`` is filled by a truncated SVD
+(equal forward cost) or by ``K`` random cut terms with least-squares
+coefficients.
 """
 
 from __future__ import annotations
@@ -107,20 +109,22 @@ def compress_mlp(
   """Factors every hidden-to-hidden layer of ``model`` into ``k`` terms.
 
   Args:
-    model: a :class:`StronglyDenseMLP` (at least two hidden layers to have anything to
-      compress).
+    model: a :class:`StronglyDenseMLP` (at least two hidden layers to have
+      anything to compress).
     k: number of terms ``K`` per layer.
     key: typed PRNG key (cut oracle starts, random terms).
-    method: ``'cut'`` (Frieze–Kannan, :func:`fk_decompose`), ``'svd'`` (rank-``K`` truncated
-      SVD, equal forward cost) or ``'random'`` (``K`` random cut terms, least-squares
-      coefficients).
+    method: ``'cut'`` (Frieze–Kannan, :func:`fk_decompose`), ``'svd'``
+      (rank-``K`` truncated SVD, equal forward cost) or ``'random'`` (``K``
+      random cut terms, least-squares coefficients).
     restarts, iters: the cut oracle's local search.
 
   Returns:
     A :class:`CompressedMLP`; evaluate with :func:`apply_compressed`.
   """
   if not isinstance(model, StronglyDenseMLP):
-    raise TypeError(f"model must be a StronglyDenseMLP, got {type(model).__name__}")
+    raise TypeError(
+      f"model must be a StronglyDenseMLP, got {type(model).__name__}"
+    )
   k = V.check_int(k, "k", min_value=1)
   check_key(key)
   if method not in METHODS:
@@ -131,13 +135,18 @@ def compress_mlp(
   for l in range(1, len(layers) - 1):
     w, b = layers[l]
     w_t = w.T
-    p, q, t, rel = _factor(w_t, k, jax.random.fold_in(key, l), method, restarts, iters)
+    p, q, t, rel = _factor(
+      w_t, k, jax.random.fold_in(key, l), method, restarts, iters
+    )
     mids.append(FactoredLayer(p, q, t, b, rel))
-  return CompressedMLP(tuple(layers[0]), tuple(mids), tuple(layers[-1]), tuple(scales))
+  return CompressedMLP(
+    tuple(layers[0]), tuple(mids), tuple(layers[-1]), tuple(scales)
+  )
 
 
 def apply_compressed(c: CompressedMLP, x: jax.Array) -> jax.Array:
-  """Forward pass of a :class:`CompressedMLP`: ``O(K (n_in + n_out))`` per factored layer.
+  """Forward pass of a :class:`CompressedMLP`: ``O(K (n_in + n_out))`` per
+  factored layer.
 
   Args:
     c: from :func:`compress_mlp`.
@@ -161,30 +170,34 @@ def apply_compressed(c: CompressedMLP, x: jax.Array) -> jax.Array:
 
 
 def truncate_compressed(c: CompressedMLP, k: int) -> CompressedMLP:
-  """The first ``k`` terms of every factored layer (``rel_error`` is left as it was).
+  """The first ``k`` terms of every factored layer (``rel_error`` is left as it
+  was).
 
-  The cut and SVD terms are nested (greedy and ordered by singular value), so the prefix of a
-  ``K_max``-term factorisation is the ``k``-term one.
+  The cut and SVD terms are nested (greedy and ordered by singular value), so
+  the prefix of a ``K_max``-term factorisation is the ``k``-term one.
 
   Args:
     c: from :func:`compress_mlp`.
     k: terms to keep per layer, ``1 <= k``.
 
   Returns:
-    A :class:`CompressedMLP` whose factored layers have ``p [k, n_out]``, ``q [k]``,
-    ``t [k, n_in]``.
+    A :class:`CompressedMLP` whose factored layers have ``p [k, n_out]``,
+    ``q [k]``, ``t [k, n_in]``.
   """
   k = V.check_int(k, "k", min_value=1)
   mids = tuple(m._replace(p=m.p[:k], q=m.q[:k], t=m.t[:k]) for m in c.mids)
   return c._replace(mids=mids)
 
 
-def refit_compressed(c: CompressedMLP, model: StronglyDenseMLP, k: int) -> CompressedMLP:
-  """The first ``k`` terms of every layer with their own least-squares coefficients (float64).
+def refit_compressed(
+  c: CompressedMLP, model: StronglyDenseMLP, k: int
+) -> CompressedMLP:
+  """The first ``k`` terms of every layer with their own least-squares
+  coefficients (float64).
 
-  For random cut terms the prefix of a ``K_max``-term fit is not the ``k``-term fit: the
-  coefficients ``q`` minimise ``||W^T - p^T diag(q) t||_F`` over the kept terms, solved on the
-  host in float64 (``rel_error`` is left as it was).
+  For random cut terms the prefix of a ``K_max``-term fit is not the ``k``-term
+  fit: the coefficients ``q`` minimise ``||W^T - p^T diag(q) t||_F`` over the
+  kept terms, solved on the host in float64 (``rel_error`` is left as it was).
 
   Args:
     c: from :func:`compress_mlp` on ``model`` (typically ``method='random'``).
@@ -192,7 +205,8 @@ def refit_compressed(c: CompressedMLP, model: StronglyDenseMLP, k: int) -> Compr
     k: terms to keep per layer, ``1 <= k``.
 
   Returns:
-    A :class:`CompressedMLP` with ``p [k, n_out]``, ``q [k]`` (float32), ``t [k, n_in]``.
+    A :class:`CompressedMLP` with ``p [k, n_out]``, ``q [k]`` (float32),
+    ``t [k, n_in]``.
   """
   k = V.check_int(k, "k", min_value=1)
   layers = model.layers()
@@ -219,12 +233,14 @@ def compression_errors(
   restarts: int = 32,
   iters: int = 10,
 ) -> dict[str, list[float]]:
-  """Relative output error of each method of :data:`METHODS` at each number of terms.
+  """Relative output error of each method of :data:`METHODS` at each number of
+  terms.
 
-  One ``max(ks)``-term factorisation per method; cut and SVD are truncated to each ``k``
-  (:func:`truncate_compressed`), random terms are refitted (:func:`refit_compressed`). The
-  error is ``RMS(g - f) / std(f)`` over the outputs ``f = model(x)`` and ``g`` of the
-  compressed network, in float64 (1 is the constant predictor's error).
+  One ``max(ks)``-term factorisation per method; cut and SVD are truncated to
+  each ``k`` (:func:`truncate_compressed`), random terms are refitted
+  (:func:`refit_compressed`). The error is ``RMS(g - f) / std(f)`` over the
+  outputs ``f = model(x)`` and ``g`` of the compressed network, in float64 (1 is
+  the constant predictor's error).
 
   Args:
     model: a :class:`StronglyDenseMLP` with at least two hidden layers.
@@ -236,13 +252,18 @@ def compression_errors(
   Returns:
     ``{method: [len(ks)] errors}``.
   """
-  if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
-    raise ValueError(f"ks must be a non-empty sequence of ints >= 1, got {ks!r}")
+  if not ks or any(
+    isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks
+  ):
+    raise ValueError(
+      f"ks must be a non-empty sequence of ints >= 1, got {ks!r}"
+    )
   f = np.asarray(model(x), np.float64)
   scale = np.sqrt(np.mean((f - f.mean(0)) ** 2))
   kmax = max(ks)
   full = {
-    m: compress_mlp(model, kmax, key, method=m, restarts=restarts, iters=iters) for m in METHODS
+    m: compress_mlp(model, kmax, key, method=m, restarts=restarts, iters=iters)
+    for m in METHODS
   }
   out: dict[str, list[float]] = {m: [] for m in METHODS}
   for k in ks:

@@ -1,4 +1,5 @@
-r"""The cut norm of a matrix: exact enumeration, a local search, and a certified SDP bracket.
+r"""The cut norm of a matrix: exact enumeration, a local search, and a certified
+SDP bracket.
 
 For :math:`M \in \mathbb{R}^{m \times n}` the (normalised) cut norm is
 
@@ -7,15 +8,17 @@ For :math:`M \in \mathbb{R}^{m \times n}` the (normalised) cut norm is
 
 Three estimators:
 
-* :func:`cut_norm_exact` enumerates the :math:`2^{\min(m,n)}` subsets of the short side; for a
-  fixed :math:`S` the best :math:`T` is closed-form (the columns whose :math:`S`-sum is positive,
-  or negative), so the cost is :math:`O(2^m mn)`. The reference for everything else.
+* :func:`cut_norm_exact` enumerates the :math:`2^{\min(m,n)}` subsets of the
+  short side; for a fixed :math:`S` the best :math:`T` is closed-form (the
+  columns whose :math:`S`-sum is positive, or negative), so the cost is
+  :math:`O(2^m mn)`. The reference for everything else.
 * :func:`cut_norm_lb` alternates :math:`S \leftarrow \{i : (M 1_T)_i > 0\}`,
-  :math:`T \leftarrow \{j : (M^\top 1_S)_j > 0\}` from random starts, for both signs: a witnessed
-  lower bound (Frieze & Kannan's oracle in practice).
-* :func:`cut_norm_sdp` brackets the cut norm with certificates (Alon & Naor 2006). The matrix
-  is augmented to :math:`M'` (one extra row and column) whose rows and columns sum to zero, so
-  that :math:`\|M'\|_{\infty\to 1} = 4\,\|M\|_C` (unnormalised cut norm). The Grothendieck SDP
+  :math:`T \leftarrow \{j : (M^\top 1_S)_j > 0\}` from random starts, for both
+  signs: a witnessed lower bound (Frieze & Kannan's oracle in practice).
+* :func:`cut_norm_sdp` brackets the cut norm with certificates (Alon & Naor
+  2006). The matrix is augmented to :math:`M'` (one extra row and column) whose
+  rows and columns sum to zero, so that :math:`\|M'\|_{\infty\to 1} =
+  4\,\|M\|_C` (unnormalised cut norm). The Grothendieck SDP
 
   .. math:: \mathrm{SDP}(M') = \max_{\|u_i\| = \|v_j\| = 1} \sum_{ij} M'_{ij}\langle u_i, v_j\rangle
 
@@ -25,13 +28,14 @@ Three estimators:
   :math:`u_i \leftarrow (M'V)_i / \|(M'V)_i\|`, then :math:`v_j \leftarrow (M'^\top U)_j / \|\cdot\|`,
   each of which cannot decrease the objective. Bounds:
 
-  - upper: any dual vector :math:`y` gives
-    :math:`\mathrm{SDP} \le \sum_k y_k + N\,\lambda_{\max}(A - \mathrm{Diag}(y))` for the
-    symmetric :math:`N \times N` lift :math:`A` (:math:`N = m + n + 2`); we take
-    :math:`y = \mathrm{diag}(A X)` from the low-rank solution :math:`X`, so the bound is valid
-    however far the solver got and tight when it converged;
-  - lower: the best cut witnessed by random-hyperplane rounding of :math:`(U, V)` followed by
-    the local search, and :math:`\text{primal}/(4 K_G)`, whichever is larger.
+  - upper: any dual vector :math:`y` gives :math:`\mathrm{SDP} \le \sum_k y_k +
+    N\,\lambda_{\max}(A - \mathrm{Diag}(y))` for the symmetric
+    :math:`N \times N` lift :math:`A` (:math:`N = m + n + 2`); we take
+    :math:`y = \mathrm{diag}(A X)` from the low-rank solution :math:`X`, so the
+    bound is valid however far the solver got and tight when it converged;
+  - lower: the best cut witnessed by random-hyperplane rounding of
+    :math:`(U, V)` followed by the local search, and
+    :math:`\text{primal}/(4 K_G)`, whichever is larger.
 
   So ``lower <= exact <= upper`` and ``upper / lower <= K_G`` once the solver has converged.
 """
@@ -47,7 +51,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxpapers.core import validation as V
-from jaxpapers.dense_limits._checks import check_key, check_matrix, finite_flag, poison
+from jaxpapers.dense_limits._checks import (
+  check_key,
+  check_matrix,
+  finite_flag,
+  poison,
+)
 
 KRIVINE_BOUND = math.pi / (2.0 * math.log(1.0 + math.sqrt(2.0)))
 """Krivine's upper bound on Grothendieck's constant, :math:`\\pi/(2\\ln(1+\\sqrt 2)) = 1.78221...`"""
@@ -59,10 +68,12 @@ class CutNormBounds(NamedTuple):
   """A certified bracket of the normalised cut norm (:func:`cut_norm_sdp`).
 
   Attributes:
-    lower: ``[]`` a lower bound (a witnessed cut, or the SDP primal over ``4 K_G``).
+    lower: ``[]`` a lower bound (a witnessed cut, or the SDP primal over
+      ``4 K_G``).
     upper: ``[]`` an upper bound (from the dual certificate of the SDP).
-    sdp_primal: ``[]`` the low-rank SDP objective over ``4 m n`` (a lower bound on
-      ``SDP(M') / (4 m n)``, itself between the cut norm and ``K_G`` times it).
+    sdp_primal: ``[]`` the low-rank SDP objective over ``4 m n`` (a lower bound
+      on ``SDP(M') / (4 m n)``, itself between the cut norm and ``K_G`` times
+      it).
     s: ``[m]`` float 0/1 mask of the witnessed row set.
     t: ``[n]`` float 0/1 mask of the witnessed column set.
   """
@@ -81,7 +92,8 @@ def _subset_matrix(k: int, dtype) -> jax.Array:
 
 
 def _exact_search(m: jax.Array):
-  """Exact unnormalised cut value and an optimal (S, T) (0/1 masks) of ``m`` (m.shape[0] small)."""
+  """Exact unnormalised cut value and an optimal (S, T) (0/1 masks) of ``m``
+  (m.shape[0] small)."""
   s_all = _subset_matrix(m.shape[0], m.dtype)  # [2^m, m]
   col = s_all @ m  # [2^m, n]: column sums over S
   pos = jnp.maximum(col, 0).sum(-1)
@@ -117,9 +129,11 @@ def cut_norm_exact(
     return_sets: also return the optimal row and column sets.
 
   Returns:
-    ``[]`` the cut norm; with ``return_sets``, ``(value, s [m], t [n])`` with 0/1 float masks.
+    ``[]`` the cut norm; with ``return_sets``, ``(value, s [m], t [n])`` with
+    0/1 float masks.
 
-  Under jit, a NaN or infinite entry makes every float output NaN (eagerly: ``ValueError``).
+  Under jit, a NaN or infinite entry makes every float output NaN (eagerly:
+  ``ValueError``).
 
   Example:
     >>> float(cut_norm_exact(jnp.array([[1.0, -1.0], [1.0, 1.0]])))  # S = {0,1}, T = {0}
@@ -129,7 +143,8 @@ def cut_norm_exact(
   rows, cols = m.shape
   if min(rows, cols) > MAX_EXACT:
     raise ValueError(
-      f"m must have min(rows, cols) <= {MAX_EXACT} for exact enumeration, got shape {m.shape}"
+      f"m must have min(rows, cols) <= {MAX_EXACT} for exact enumeration, "
+      f"got shape {m.shape}"
     )
   ok = finite_flag(m, "m")
   out = poison(_exact_jit(m), ok)
@@ -141,10 +156,11 @@ def _signed_cut(m, s, t):
 
 
 def _local_search(m: jax.Array, t0: jax.Array, iters: int):
-  """Alternating maximisation of ``1_S^T M 1_T`` from column masks ``t0 [R, n]``.
+  """Alternating maximisation of ``1_S^T M 1_T`` from column masks
+  ``t0 [R, n]``.
 
-  Returns the values ``[R]`` and masks ``s [R, m]``, ``t [R, n]``; each step cannot decrease
-  the value.
+  Returns the values ``[R]`` and masks ``s [R, m]``, ``t [R, n]``; each step
+  cannot decrease the value.
   """
 
   def body(_, t):
@@ -158,7 +174,8 @@ def _local_search(m: jax.Array, t0: jax.Array, iters: int):
 
 
 def _best_cut(m: jax.Array, t0: jax.Array, iters: int):
-  """Local search on ``m`` and ``-m``; the best absolute (unnormalised) cut and its sets."""
+  """Local search on ``m`` and ``-m``; the best absolute (unnormalised) cut and
+  its sets."""
   vp, sp, tp = _local_search(m, t0, iters)
   vn, sn, tn = _local_search(-m, t0, iters)
   v = jnp.concatenate([vp, vn])
@@ -178,11 +195,12 @@ def _lb_jit(m, key, restarts, iters):
 def cut_norm_lb(
   m: jax.Array, key: jax.Array, *, restarts: int = 64, iters: int = 20
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-  r"""A witnessed lower bound on the normalised cut norm by alternating maximisation.
+  r"""A witnessed lower bound on the normalised cut norm by alternating
+  maximisation.
 
-  From ``restarts`` random column sets :math:`T`, alternate
-  :math:`S \leftarrow \{i : (M 1_T)_i > 0\}` and :math:`T \leftarrow \{j : (M^\top 1_S)_j > 0\}`
-  for ``iters`` steps, for :math:`M` and :math:`-M`; return the best
+  From ``restarts`` random column sets :math:`T`, alternate :math:`S \leftarrow
+  \{i : (M 1_T)_i > 0\}` and :math:`T \leftarrow \{j : (M^\top 1_S)_j > 0\}` for
+  ``iters`` steps, for :math:`M` and :math:`-M`; return the best
   :math:`|1_S^\top M 1_T| / (mn)`. All restarts run as one matmul per step.
 
   Args:
@@ -192,10 +210,11 @@ def cut_norm_lb(
     iters: alternation steps (static).
 
   Returns:
-    ``(value [], s [m], t [n])``: the cut found (a lower bound) and its 0/1 float masks,
-    with ``value = |s @ m @ t| / (m n)``.
+    ``(value [], s [m], t [n])``: the cut found (a lower bound) and its 0/1
+    float masks, with ``value = |s @ m @ t| / (m n)``.
 
-  Under jit, a NaN or infinite entry makes the value NaN (eagerly: ``ValueError``).
+  Under jit, a NaN or infinite entry makes the value NaN (eagerly:
+  ``ValueError``).
   """
   m = check_matrix(m)
   check_key(key)
@@ -237,7 +256,8 @@ def cut_norm_sdp(
   roundings: int = 64,
   search_iters: int = 10,
 ) -> CutNormBounds:
-  r"""Certified lower and upper bounds on the normalised cut norm (Grothendieck SDP).
+  r"""Certified lower and upper bounds on the normalised cut norm (Grothendieck
+  SDP).
 
   See the module docstring for the construction. The upper bound holds for any solver state
   (it is a dual certificate); in float32 it includes a margin of :math:`N^2 \varepsilon
@@ -246,8 +266,8 @@ def cut_norm_sdp(
   Args:
     m: ``[m, n]`` real matrix.
     key: typed PRNG key (initial vectors and rounding hyperplanes).
-    rank: Burer–Monteiro rank; default ``ceil(sqrt(2 (m + n + 2))) + 1`` (above the Barvinok–
-      Pataki bound, so that local optima are global in general).
+    rank: Burer–Monteiro rank; default ``ceil(sqrt(2 (m + n + 2))) + 1`` (above
+      the Barvinok– Pataki bound, so that local optima are global in general).
     iters: alternating block updates.
     roundings: random hyperplanes for the rounding.
     search_iters: local-search steps after the rounding.
@@ -255,7 +275,8 @@ def cut_norm_sdp(
   Returns:
     :class:`CutNormBounds` (normalised by ``m n``).
 
-  Under jit, a NaN or infinite entry makes every float output NaN (eagerly: ``ValueError``).
+  Under jit, a NaN or infinite entry makes every float output NaN (eagerly:
+  ``ValueError``).
   """
   m = check_matrix(m)
   check_key(key)
@@ -290,14 +311,20 @@ def _sdp_jit(m, key, rank, iters, roundings, search_iters):
   # Dual certificate: A = [[0, M'/2], [M'^T/2, 0]], y = diag(A X).
   y = jnp.concatenate([0.5 * jnp.sum(ma * g, 1), 0.5 * jnp.sum(ma * g, 0)])
   a_sym = jnp.zeros((n_lift, n_lift), m.dtype)
-  a_sym = a_sym.at[: p + 1, p + 1 :].set(0.5 * ma).at[p + 1 :, : p + 1].set(0.5 * ma.T)
+  a_sym = (
+    a_sym.at[: p + 1, p + 1 :]
+    .set(0.5 * ma)
+    .at[p + 1 :, : p + 1]
+    .set(0.5 * ma.T)
+  )
   lam = jnp.linalg.eigvalsh(a_sym - jnp.diag(y))[-1]
   eps = jnp.finfo(m.dtype).eps
   pad = n_lift * n_lift * eps * jnp.linalg.norm(a_sym)
   upper_sdp = jnp.sum(y) + n_lift * lam + pad
-  # Rounding: x = sign(U g), y = sign(V g). Because M' has zero row and column sums,
-  # x^T M' y = 4 * x_p * y_q * sum_{i in S, j in T} M_ij with S = {i < p : x_i != x_p} and
-  # T = {j < q : y_j != y_q}; the local search then starts from T (both signs).
+  # Rounding: x = sign(U g), y = sign(V g). Because M' has zero row and column
+  # sums, x^T M' y = 4 * x_p * y_q * sum_{i in S, j in T} M_ij with S = {i < p :
+  # x_i != x_p} and T = {j < q : y_j != y_q}; the local search then starts from
+  # T (both signs).
   gs = jax.random.normal(k_round, (rank, roundings), m.dtype)
   xs = jnp.where(u @ gs >= 0, 1.0, -1.0).astype(m.dtype)  # [p+1, R]
   ys = jnp.where(v @ gs >= 0, 1.0, -1.0).astype(m.dtype)  # [q+1, R]

@@ -7,12 +7,14 @@ Greedy decomposition (Frieze & Kannan 1999), :math:`R_0 = W`:
    a_r &= \frac{1_{S_r}^\top R_{r-1} 1_{T_r}}{|S_r||T_r|}, \qquad
    R_r = R_{r-1} - a_r 1_{S_r} 1_{T_r}^\top .
 
-Each step removes exactly :math:`(1_{S_r}^\top R_{r-1} 1_{T_r})^2 / (|S_r||T_r|) \ge mn\,c_r^2`
-of :math:`\|R\|_F^2`, where :math:`c_r` is the normalised cut found at step :math:`r`. With
-:math:`\|W\|_F^2 \le B^2 mn` this gives :math:`\sum_r c_r^2 \le B^2`, so
-:math:`\min_{r \le K} c_r \le B/\sqrt K`; with an exact oracle :math:`c_r = \|R_{r-1}\|_\square`
-and the residual's cut norm falls below :math:`B/\sqrt K` at some step. With an oracle that finds
-a fraction :math:`\rho` of the maximum, the bound on the true cut norm is :math:`B/(\rho\sqrt K)`.
+Each step removes exactly :math:`(1_{S_r}^\top R_{r-1} 1_{T_r})^2 / (|S_r||T_r|)
+\ge mn\,c_r^2` of :math:`\|R\|_F^2`, where :math:`c_r` is the normalised cut
+found at step :math:`r`. With :math:`\|W\|_F^2 \le B^2 mn` this gives
+:math:`\sum_r c_r^2 \le B^2`, so :math:`\min_{r \le K} c_r \le B/\sqrt K`; with
+an exact oracle :math:`c_r = \|R_{r-1}\|_\square` and the residual's cut norm
+falls below :math:`B/\sqrt K` at some step. With an oracle that finds a fraction
+:math:`\rho` of the maximum, the bound on the true cut norm is
+:math:`B/(\rho\sqrt K)`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxpapers.core import validation as V
-from jaxpapers.dense_limits._checks import check_key, check_matrix, finite_flag, poison
+from jaxpapers.dense_limits._checks import (
+  check_key,
+  check_matrix,
+  finite_flag,
+  poison,
+)
 from jaxpapers.dense_limits._cut import MAX_EXACT, _best_cut, _exact_search
 
 
@@ -47,8 +54,8 @@ class FKTrace(NamedTuple):
   """Per-step record of :func:`fk_decompose`.
 
   Attributes:
-    cut_found: ``[K]`` normalised cut of ``R_{r-1}`` found at step ``r`` (a lower bound on
-      its cut norm; the exact cut norm with ``exact=True``).
+    cut_found: ``[K]`` normalised cut of ``R_{r-1}`` found at step ``r`` (a
+      lower bound on its cut norm; the exact cut norm with ``exact=True``).
     frob_sq: ``[K + 1]`` ``||R_r||_F^2 / (m n)`` for ``r = 0..K``.
   """
 
@@ -72,7 +79,8 @@ def reconstruct(dec: CutDecomposition) -> jax.Array:
   t = V.check_array(dec.t, "dec.t", ndim=2, dtype="real")
   if not (a.shape[0] == s.shape[0] == t.shape[0]):
     raise ValueError(
-      f"dec.a, dec.s, dec.t must share the number of terms K, got {a.shape}, {s.shape}, {t.shape}"
+      f"dec.a, dec.s, dec.t must share the number of terms K, got {a.shape}, "
+      f"{s.shape}, {t.shape}"
     )
   return jnp.einsum("k,km,kn->mn", a, s, t)
 
@@ -86,7 +94,8 @@ def fk_decompose(
   iters: int = 20,
   exact: bool = False,
 ) -> tuple[CutDecomposition, FKTrace]:
-  r"""Greedy Frieze–Kannan cut decomposition with ``k`` terms (``lax.scan`` over steps).
+  r"""Greedy Frieze–Kannan cut decomposition with ``k`` terms (``lax.scan`` over
+  steps).
 
   Args:
     m: ``[m, n]`` real matrix.
@@ -97,9 +106,11 @@ def fk_decompose(
     exact: use the exact oracle (enumeration; needs ``min(m, n) <= 20``).
 
   Returns:
-    ``(CutDecomposition, FKTrace)``; ``m - reconstruct(dec)`` is the residual ``R_K``.
+    ``(CutDecomposition, FKTrace)``; ``m - reconstruct(dec)`` is the residual
+    ``R_K``.
 
-  Under jit, a NaN or infinite entry makes every float output NaN (eagerly: ``ValueError``).
+  Under jit, a NaN or infinite entry makes every float output NaN (eagerly:
+  ``ValueError``).
 
   Example:
     >>> w = jnp.outer(jnp.array([1.0, 1, 0]), jnp.array([0.0, 1, 1]))
@@ -114,7 +125,9 @@ def fk_decompose(
   iters = V.check_int(iters, "iters", min_value=0)
   rows, cols = m.shape
   if exact and min(rows, cols) > MAX_EXACT:
-    raise ValueError(f"exact=True needs min(m.shape) <= {MAX_EXACT}, got shape {m.shape}")
+    raise ValueError(
+      f"exact=True needs min(m.shape) <= {MAX_EXACT}, got shape {m.shape}"
+    )
   ok = finite_flag(m, "m")
   return poison(_fk_jit(m, k, key, restarts, iters, exact), ok)
 

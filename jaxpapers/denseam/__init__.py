@@ -1,17 +1,19 @@
 """Hyperparameter transfer for Dense Associative Memories (arXiv 2605.10164).
 
-A DenseAM (energy ``E(x) = 1/2 ||x||^2 - gamma Phi(alpha Xi g(x))`` with a log-sum-exp or
-rectified-polynomial Lagrangian, unrolled gradient-descent dynamics that reuse the memories
-``Xi`` in every step and in both the up and the down map), exponent-based width
-parametrisations with the Adam optimiser, and the tools that test whether a tuned learning
-rate transfers across the number of memories K: vmapped learning-rate sweeps on the shared
-sweep engine, the fitted optimum and coordinate checks.
+A DenseAM (energy ``E(x) = 1/2 ||x||^2 - gamma Phi(alpha Xi g(x))`` with a
+log-sum-exp or rectified-polynomial Lagrangian, unrolled gradient-descent
+dynamics that reuse the memories ``Xi`` in every step and in both the up and the
+down map), exponent-based width parametrisations with the Adam optimiser, and
+the tools that test whether a tuned learning rate transfers across the number of
+memories K: vmapped learning-rate sweeps on the shared sweep engine, the fitted
+optimum and coordinate checks.
 
-The paper's own exponents were not available to us: :meth:`Parametrization.standard` is
-exact, :meth:`Parametrization.derived` is a prescription derived here by dimensional analysis
-of the update size (not read from the paper; its docstring has the derivation), the
-``hypothesis_*`` presets are earlier reconstructions, and :meth:`Parametrization.from_paper`
-raises ``NotImplementedError``.
+The paper's own exponents were not available to us:
+:meth:`Parametrization.standard` is exact, :meth:`Parametrization.derived` is a
+prescription derived here by dimensional analysis of the update size (not read
+from the paper; its docstring has the derivation), the ``hypothesis_*`` presets
+are earlier reconstructions, and :meth:`Parametrization.from_paper` raises
+``NotImplementedError``.
 
 Example::
 
@@ -35,10 +37,25 @@ from jaxpapers.denseam._model import (
   loss_fn,
   run_dynamics,
 )
-from jaxpapers.denseam._param import BETA_RULES, Parametrization, init_memories, make_optimizer
+from jaxpapers.denseam._param import (
+  BETA_RULES,
+  Parametrization,
+  init_memories,
+  make_optimizer,
+)
 from jaxpapers.denseam._settings import parse_setting
-from jaxpapers.denseam._summary import log_drift, seed_mean, transfer_metrics, transfer_summary
-from jaxpapers.denseam._transfer import coord_check, lr_sweep, optimal_lr, train_grid
+from jaxpapers.denseam._summary import (
+  log_drift,
+  seed_mean,
+  transfer_metrics,
+  transfer_summary,
+)
+from jaxpapers.denseam._transfer import (
+  coord_check,
+  lr_sweep,
+  optimal_lr,
+  train_grid,
+)
 
 __all__ = [
   "BETA_RULES",

@@ -1,23 +1,26 @@
-"""The Dense Associative Memory: energy, gradient-descent dynamics and the training losses.
+"""The Dense Associative Memory: energy, gradient-descent dynamics and the
+training losses.
 
-Notation (standard DenseAM forms, Krotov & Hopfield 2016/2021, Ramsauer et al. 2020; the
-paper's own §2 equations were not available, so the conventions are a reconstruction):
+Notation (standard DenseAM forms, Krotov & Hopfield 2016/2021, Ramsauer et al.
+2020; the paper's own §2 equations were not available, so the conventions are a
+reconstruction):
 
-* visible state ``x`` in R^N, memories ``Xi`` in R^{K x N} (K = number of memories, the
-  "width"), input map ``g(x) = x`` or ``LayerNorm(x)``;
-* role multipliers ``alpha`` (input role, the "up" map ``h = alpha Xi g(x)``) and ``gamma``
-  (output role, the weight of the hidden Lagrangian), inverse temperature ``beta``;
+* visible state ``x`` in R^N, memories ``Xi`` in R^{K x N} (K = number of
+  memories, the "width"), input map ``g(x) = x`` or ``LayerNorm(x)``;
+* role multipliers ``alpha`` (input role, the "up" map ``h = alpha Xi g(x)``)
+  and ``gamma`` (output role, the weight of the hidden Lagrangian), inverse
+  temperature ``beta``;
 * energy ``E(x) = 1/2 ||x||^2 - gamma Phi(alpha Xi g(x))`` with the Lagrangian
   ``Phi(h) = (1/beta) log sum_mu exp(beta h_mu)`` (``'lse'``) or
   ``Phi(h) = sum_mu ReLU(h_mu)^n / n`` (``'poly'``);
 * its activation ``f = grad Phi``: ``softmax(beta h)`` or ``ReLU(h)^(n-1)``;
-* dynamics: explicit Euler descent on E, ``x_{t+1} = x_t - dt grad E(x_t)``, which for
-  ``g = id`` is ``x_{t+1} = x_t + dt (-x_t + gamma alpha Xi^T f(alpha Xi x_t))``; clamped
-  units are reset to their initial values after every step.
+* dynamics: explicit Euler descent on E, ``x_{t+1} = x_t - dt grad E(x_t)``,
+  which for ``g = id`` is ``x_{t+1} = x_t + dt (-x_t + gamma alpha Xi^T f(alpha
+  Xi x_t))``; clamped units are reset to their initial values after every step.
 
-The same ``Xi`` is used in every step (shared across layers) and in both the up map
-``Xi x`` and the down map ``Xi^T f`` (shared within a layer), so a gradient with respect to
-``Xi`` collects 2T contributions.
+The same ``Xi`` is used in every step (shared across layers) and in both the up
+map ``Xi x`` and the down map ``Xi^T f`` (shared within a layer), so a gradient
+with respect to ``Xi`` collects 2T contributions.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ _LN_EPS = 1e-5
 
 @dataclasses.dataclass(frozen=True)
 class DenseAMConfig:
-  """Static model configuration (hashable; safe to close over under ``jax.jit``).
+  """Static model configuration (hashable; safe to close over under
+  ``jax.jit``).
 
   Each argument is kept as the field of the same name.
 
@@ -49,14 +53,15 @@ class DenseAMConfig:
     energy: ``'lse'`` (log-sum-exp Lagrangian, softmax activation) or ``'poly'``
       (rectified polynomial of degree ``n``).
     n: degree of the polynomial Lagrangian (``>= 2``; ignored for ``'lse'``).
-    beta: base inverse temperature of the LSE Lagrangian (> 0); the effective value is
-      ``beta * mult['beta_scale']``.
-    dt: Euler step size (> 0). Energy descent is guaranteed for ``dt * Lip(grad E) < 2``.
+    beta: base inverse temperature of the LSE Lagrangian (> 0); the effective
+      value is ``beta * mult['beta_scale']``.
+    dt: Euler step size (> 0). Energy descent is guaranteed for
+      ``dt * Lip(grad E) < 2``.
     steps: number of unrolled steps ``T`` (>= 1), all with the same ``Xi``.
-    input_norm: ``'none'`` (``g = id``) or ``'layernorm'`` (``g`` = parameter-free LayerNorm
-      over the N visible units).
-    task: ``'classify'`` (labels read out from the last ``num_classes`` units) or
-      ``'denoise'`` (MSE of ``x_T`` against the clean pattern).
+    input_norm: ``'none'`` (``g = id``) or ``'layernorm'`` (``g`` =
+      parameter-free LayerNorm over the N visible units).
+    task: ``'classify'`` (labels read out from the last ``num_classes`` units)
+      or ``'denoise'`` (MSE of ``x_T`` against the clean pattern).
     num_classes: number of label units at the end of ``x`` (``'classify'``).
     readout_scale: ``s`` in the logits ``s * x_T[labels]`` (``'classify'``).
   """
@@ -73,9 +78,14 @@ class DenseAMConfig:
 
   def __post_init__(self):
     if self.energy not in ENERGIES:
-      raise ValueError(f"energy must be one of {list(ENERGIES)}, got {self.energy!r}")
+      raise ValueError(
+        f"energy must be one of {list(ENERGIES)}, got {self.energy!r}"
+      )
     if self.input_norm not in INPUT_NORMS:
-      raise ValueError(f"input_norm must be one of {list(INPUT_NORMS)}, got {self.input_norm!r}")
+      raise ValueError(
+        f"input_norm must be one of {list(INPUT_NORMS)}, "
+        f"got {self.input_norm!r}"
+      )
     if self.task not in TASKS:
       raise ValueError(f"task must be one of {list(TASKS)}, got {self.task!r}")
     V.check_int(self.n, "n (polynomial degree)", min_value=2)
@@ -83,18 +93,21 @@ class DenseAMConfig:
     V.check_float(self.dt, "dt", min_value=0.0, min_inclusive=False)
     V.check_int(self.steps, "steps", min_value=1)
     V.check_int(self.num_classes, "num_classes", min_value=2)
-    V.check_float(self.readout_scale, "readout_scale", min_value=0.0, min_inclusive=False)
+    V.check_float(
+      self.readout_scale, "readout_scale", min_value=0.0, min_inclusive=False
+    )
 
 
 class Batch(NamedTuple):
   """One batch of a DenseAM task.
 
   Attributes:
-    x0: ``[B, N]`` initial states (classification: ``[pixels; zeros for the labels]``;
-      denoising: the corrupted patterns).
-    clamp: ``[N]`` or ``[B, N]`` bool, True for units held at ``x0`` during the dynamics.
-    y: ``[B]`` int labels in ``[0, num_classes)`` (``'classify'``) or ``[B, N]`` clean
-      patterns (``'denoise'``).
+    x0: ``[B, N]`` initial states (classification: ``[pixels; zeros for the
+      labels]``; denoising: the corrupted patterns).
+    clamp: ``[N]`` or ``[B, N]`` bool, True for units held at ``x0`` during the
+      dynamics.
+    y: ``[B]`` int labels in ``[0, num_classes)`` (``'classify'``) or ``[B, N]``
+      clean patterns (``'denoise'``).
   """
 
   x0: Any
@@ -109,7 +122,8 @@ def _check_config(cfg: Any) -> DenseAMConfig:
 
 
 def _multipliers(mult: Any) -> tuple[Any, Any, Any]:
-  """``(alpha, gamma, beta_scale)`` from a mapping; missing keys default to 1."""
+  """``(alpha, gamma, beta_scale)`` from a mapping; missing keys default to
+  1."""
   if mult is None:
     return 1.0, 1.0, 1.0
   if not isinstance(mult, Mapping):
@@ -135,19 +149,27 @@ def _check_float(x: Any, name: str, **kw) -> jax.Array:
   except Exception as e:  # pylint: disable=broad-except
     raise TypeError(f"{name} must be an array, got {type(x).__name__}") from e
   if not jnp.issubdtype(dtype, jnp.floating):
-    raise TypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {dtype}")
+    raise TypeError(
+      f"{name} must have a floating dtype (float32, bfloat16, ...), got {dtype}"
+    )
   arr = V.check_array(x, name, **kw)
   if not jnp.issubdtype(arr.dtype, jnp.floating):
-    raise TypeError(f"{name} must have a floating dtype (float32, bfloat16, ...), got {arr.dtype}")
+    raise TypeError(
+      f"{name} must have a floating dtype (float32, bfloat16, ...), "
+      f"got {arr.dtype}"
+    )
   return arr
 
 
-def _check_state(xi: Any, x: Any, name: str = "x") -> tuple[jax.Array, jax.Array]:
+def _check_state(
+  xi: Any, x: Any, name: str = "x"
+) -> tuple[jax.Array, jax.Array]:
   xi = _check_float(xi, "xi", ndim=2, nonempty=True)
   x = _check_float(x, name, ndim=2)
   if x.shape[-1] != xi.shape[1]:
     raise ValueError(
-      f"{name} must have shape [B, N] with N = xi.shape[1] = {xi.shape[1]}, got {x.shape}"
+      f"{name} must have shape [B, N] with N = xi.shape[1] = {xi.shape[1]}, "
+      f"got {x.shape}"
     )
   return xi, x
 
@@ -176,7 +198,9 @@ def _activation(h: jax.Array, cfg: DenseAMConfig, beta: Any) -> jax.Array:
 
 def _energy(xi, x, cfg, alpha, gamma, beta_scale):
   h = alpha * _g(x, cfg.input_norm) @ xi.T  # [B, K]
-  return 0.5 * jnp.sum(x * x, axis=-1) - gamma * _lagrangian(h, cfg, cfg.beta * beta_scale)
+  return 0.5 * jnp.sum(x * x, axis=-1) - gamma * _lagrangian(
+    h, cfg, cfg.beta * beta_scale
+  )
 
 
 def _energy_grad(xi, x, cfg, alpha, gamma, beta_scale):
@@ -188,7 +212,10 @@ def _energy_grad(xi, x, cfg, alpha, gamma, beta_scale):
 
 
 def energy(
-  xi: ArrayLike, x: ArrayLike, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None
+  xi: ArrayLike,
+  x: ArrayLike,
+  cfg: DenseAMConfig,
+  mult: Mapping[str, Any] | None = None,
 ) -> jax.Array:
   """The DenseAM energy ``E(x) = 1/2 ||x||^2 - gamma Phi(alpha Xi g(x))``.
 
@@ -196,8 +223,9 @@ def energy(
     xi: ``[K, N]`` float memories.
     x: ``[B, N]`` float states.
     cfg: the model configuration (energy family, ``n``, ``beta``, input map).
-    mult: role multipliers ``{'alpha', 'gamma', 'beta_scale'}`` (Python floats or traced
-      scalars; missing keys are 1), e.g. ``Parametrization.multipliers(K)``.
+    mult: role multipliers ``{'alpha', 'gamma', 'beta_scale'}`` (Python floats
+      or traced scalars; missing keys are 1), e.g.
+      ``Parametrization.multipliers(K)``.
 
   Returns:
     ``[B]`` energies.
@@ -213,12 +241,16 @@ def energy(
 
 
 def energy_grad(
-  xi: ArrayLike, x: ArrayLike, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None
+  xi: ArrayLike,
+  x: ArrayLike,
+  cfg: DenseAMConfig,
+  mult: Mapping[str, Any] | None = None,
 ) -> jax.Array:
   """``grad_x E(x) = x - gamma alpha J_g(x)^T Xi^T f(alpha Xi g(x))`` in closed form.
 
-  For ``g = id`` the Jacobian is the identity; for LayerNorm its transpose is applied with a
-  vector-Jacobian product. ``f`` is ``softmax(beta h)`` (LSE) or ``ReLU(h)^(n-1)`` (poly).
+  For ``g = id`` the Jacobian is the identity; for LayerNorm its transpose is
+  applied with a vector-Jacobian product. ``f`` is ``softmax(beta h)`` (LSE) or
+  ``ReLU(h)^(n-1)`` (poly).
 
   Args:
     xi: ``[K, N]`` float memories.
@@ -234,17 +266,20 @@ def energy_grad(
   return _energy_grad_jit(xi, x, cfg, *_multipliers(mult))
 
 
-# One compiled program per static config and shapes, shared by every eager call (and inlined
-# when called under an outer jit).
+# One compiled program per static config and shapes, shared by every eager call
+# (and inlined when called under an outer jit).
 _energy_jit = jax.jit(_energy, static_argnums=(2,))
 _energy_grad_jit = jax.jit(_energy_grad, static_argnums=(2,))
 
 
 def _check_clamp(clamp: Any, x0: jax.Array) -> jax.Array:
   clamp = V.check_array(clamp, "clamp", ndim=(1, 2), dtype="bool")
-  if clamp.shape[-1] != x0.shape[-1] or (clamp.ndim == 2 and clamp.shape != x0.shape):
+  if clamp.shape[-1] != x0.shape[-1] or (
+    clamp.ndim == 2 and clamp.shape != x0.shape
+  ):
     raise ValueError(
-      f"clamp must have shape [N] or [B, N] matching x0 {x0.shape}, got {clamp.shape}"
+      f"clamp must have shape [N] or [B, N] matching x0 {x0.shape}, "
+      f"got {clamp.shape}"
     )
   return clamp
 
@@ -255,7 +290,8 @@ def _dynamics(xi, x0, clamp, cfg, alpha, gamma, beta_scale):
     x_new = jnp.where(clamp, x0, x_new)
     return x_new, _energy(xi, x_new, cfg, alpha, gamma, beta_scale)
 
-  # Rematerialise each step in the backward pass: activations stay O(B (N + K)) per step.
+  # Rematerialise each step in the backward pass: activations stay O(B (N + K))
+  # per step.
   x_t, e = jax.lax.scan(jax.checkpoint(step), x0, None, length=cfg.steps)
   e0 = _energy(xi, x0, cfg, alpha, gamma, beta_scale)
   return x_t, jnp.concatenate([e0[None], e], axis=0)
@@ -265,14 +301,19 @@ _dynamics_jit = jax.jit(_dynamics, static_argnums=(3,))
 
 
 def run_dynamics(
-  xi: Any, x0: Any, clamp: Any, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None
+  xi: Any,
+  x0: Any,
+  clamp: Any,
+  cfg: DenseAMConfig,
+  mult: Mapping[str, Any] | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-  """Unrolls ``T = cfg.steps`` Euler steps of energy descent with shared memories.
+  """Unrolls ``T = cfg.steps`` Euler steps of energy descent with shared
+  memories.
 
-  ``x_{t+1} = P(x_t - dt grad E(x_t))``, where ``P`` resets the clamped units to ``x0``;
-  for ``g = id``: ``x_{t+1} = x_t + dt (-x_t + gamma alpha Xi^T f(alpha Xi x_t))``. The
-  step is a ``lax.scan`` body under ``jax.checkpoint``, so memory in the backward pass
-  does not grow with the activations of all T steps.
+  ``x_{t+1} = P(x_t - dt grad E(x_t))``, where ``P`` resets the clamped units to
+  ``x0``; for ``g = id``: ``x_{t+1} = x_t + dt (-x_t + gamma alpha Xi^T f(alpha
+  Xi x_t))``. The step is a ``lax.scan`` body under ``jax.checkpoint``, so
+  memory in the backward pass does not grow with the activations of all T steps.
 
   Args:
     xi: ``[K, N]`` float memories.
@@ -282,8 +323,8 @@ def run_dynamics(
     mult: role multipliers (see :func:`energy`).
 
   Returns:
-    ``(x_T, energies)``: ``[B, N]`` final states and the ``[T + 1, B]`` energy trace
-    ``E(x_0), ..., E(x_T)`` (non-increasing for small enough ``dt``).
+    ``(x_T, energies)``: ``[B, N]`` final states and the ``[T + 1, B]`` energy
+    trace ``E(x_0), ..., E(x_T)`` (non-increasing for small enough ``dt``).
   """
   cfg = _check_config(cfg)
   xi, x0 = _check_state(xi, x0, "x0")
@@ -292,39 +333,54 @@ def run_dynamics(
 
 
 def loss_fn(
-  xi: Any, batch: Batch, cfg: DenseAMConfig, mult: Mapping[str, Any] | None = None
+  xi: Any,
+  batch: Batch,
+  cfg: DenseAMConfig,
+  mult: Mapping[str, Any] | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
   """The task loss of the unrolled DenseAM (differentiable in ``xi``).
 
-  * ``'classify'``: logits ``s * x_T[:, N - C:]`` (the label units), mean cross-entropy
-    ``-log softmax(logits)_y``; aux ``accuracy`` (argmax of the logits).
-  * ``'denoise'``: ``mean_b (1/N) ||x_T - y||^2``; aux ``bit_error`` (fraction of units
-    whose sign differs from the clean pattern's).
+  * ``'classify'``: logits ``s * x_T[:, N - C:]`` (the label units), mean
+    cross-entropy ``-log softmax(logits)_y``; aux ``accuracy`` (argmax of the
+    logits).
+  * ``'denoise'``: ``mean_b (1/N) ||x_T - y||^2``; aux ``bit_error`` (fraction
+    of units whose sign differs from the clean pattern's).
 
-  Under jit: class labels outside ``[0, C)`` poison the loss with NaN (eagerly they raise).
+  Under jit: class labels outside ``[0, C)`` poison the loss with NaN (eagerly
+  they raise).
 
   Args:
     xi: ``[K, N]`` float memories.
-    batch: a :class:`Batch` (``x0`` ``[B, N]``, ``clamp`` ``[N]``/``[B, N]``, ``y``).
+    batch: a :class:`Batch` (``x0`` ``[B, N]``, ``clamp`` ``[N]``/``[B, N]``,
+      ``y``).
     cfg: the model configuration (``task``, ``num_classes``, ``readout_scale``).
     mult: role multipliers (see :func:`energy`).
 
   Returns:
-    ``(loss, aux)``: scalar mean loss and a dict of scalar diagnostics (``accuracy`` or
-    ``bit_error``, and ``energy_drop`` = mean ``E(x_0) - E(x_T)``).
+    ``(loss, aux)``: scalar mean loss and a dict of scalar diagnostics
+    (``accuracy`` or ``bit_error``, and ``energy_drop`` = mean
+    ``E(x_0) - E(x_T)``).
   """
   cfg = _check_config(cfg)
   if not isinstance(batch, Batch):
-    raise TypeError(f"batch must be a denseam.Batch(x0, clamp, y), got {type(batch).__name__}")
+    raise TypeError(
+      f"batch must be a denseam.Batch(x0, clamp, y), got {type(batch).__name__}"
+    )
   xi, x0 = _check_state(xi, batch.x0, "batch.x0")
   clamp = _check_clamp(batch.clamp, x0)
   b, n_vis = x0.shape
   if cfg.task == "classify":
-    y = V.check_array(batch.y, "batch.y (class labels)", shape=(b,), dtype="int")
+    y = V.check_array(
+      batch.y, "batch.y (class labels)", shape=(b,), dtype=("int")
+    )
     if n_vis <= cfg.num_classes:
-      raise ValueError(f"x0 needs more than num_classes = {cfg.num_classes} units, got N={n_vis}")
+      raise ValueError(
+        f"x0 needs more than num_classes = {cfg.num_classes} units, "
+        f"got N={n_vis}"
+      )
     ok = V.check_values(
-      (y >= 0) & (y < cfg.num_classes), f"batch.y must hold labels in [0, {cfg.num_classes})"
+      (y >= 0) & (y < cfg.num_classes),
+      f"batch.y must hold labels in [0, {cfg.num_classes})",
     )
   else:
     y = _check_float(batch.y, "batch.y (clean patterns)", shape=(b, n_vis))
@@ -343,7 +399,9 @@ def _task_loss(xi, x0, clamp, y, cfg, alpha, gamma, beta_scale):
   if cfg.task == "classify":
     logits = cfg.readout_scale * x_t[:, n_vis - cfg.num_classes :]
     logp = jax.nn.log_softmax(logits, axis=-1)
-    loss = -jnp.mean(jnp.take_along_axis(logp, jnp.clip(y, 0, cfg.num_classes - 1)[:, None], 1))
+    loss = -jnp.mean(
+      jnp.take_along_axis(logp, jnp.clip(y, 0, cfg.num_classes - 1)[:, None], 1)
+    )
     aux["accuracy"] = jnp.mean(jnp.argmax(logits, axis=-1) == y)
   else:
     loss = jnp.mean((x_t - y) ** 2)

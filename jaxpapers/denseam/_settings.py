@@ -1,4 +1,5 @@
-"""Named settings: an energy with a parametrisation, as ``'lse:derived'`` or ``'poly3:standard'``."""
+"""Named settings: an energy with a parametrisation, as ``'lse:derived'`` or
+``'poly3:standard'``."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ def parse_setting(
 ) -> tuple[DenseAMConfig, Parametrization]:
   """A classifier's model config and parametrisation from a setting name.
 
-  ``'<energy>:<param>'`` with energy ``lse`` or ``poly<n>`` and param ``standard``
-  (:meth:`Parametrization.standard`), ``derived`` (:meth:`Parametrization.derived`) or
-  ``hypothesis`` (:meth:`Parametrization.hypothesis_lse` / ``hypothesis_poly``).
+  ``'<energy>:<param>'`` with energy ``lse`` or ``poly<n>`` and param
+  ``standard`` (:meth:`Parametrization.standard`), ``derived``
+  (:meth:`Parametrization.derived`) or ``hypothesis``
+  (:meth:`Parametrization.hypothesis_lse` / ``hypothesis_poly``).
 
   Args:
     name: the setting, e.g. ``'poly3:derived'``.
@@ -36,7 +38,8 @@ def parse_setting(
     energy, param = name.split(":")
   except ValueError:
     raise ValueError(
-      f"settings entries look like 'lse:standard' or 'poly3:hypothesis', got {name!r}"
+      "settings entries look like 'lse:standard' or 'poly3:hypothesis', "
+      f"got {name!r}"
     ) from None
   if energy == "lse":
     kind, n = "lse", 3
@@ -45,7 +48,13 @@ def parse_setting(
   else:
     raise ValueError(f"setting {name!r}: energy must be 'lse' or 'poly<n>'")
   model = DenseAMConfig(
-    energy=kind, n=n, beta=beta, dt=dt, steps=steps, task="classify", readout_scale=readout_scale
+    energy=kind,
+    n=n,
+    beta=beta,
+    dt=dt,
+    steps=steps,
+    task="classify",
+    readout_scale=readout_scale,
   )
   if param == "standard":
     p = Parametrization.standard(base_width)
@@ -59,6 +68,7 @@ def parse_setting(
     )
   else:
     raise ValueError(
-      f"setting {name!r}: parametrisation must be 'standard', 'derived' or 'hypothesis'"
+      f"setting {name!r}: parametrisation must be 'standard', "
+      "'derived' or 'hypothesis'"
     )
   return model, p

@@ -1,9 +1,11 @@
-"""Learning-rate transfer across widths: vmapped sweeps, the optimum, and coordinate checks.
+"""Learning-rate transfer across widths: vmapped sweeps, the optimum, and
+coordinate checks.
 
-The procedure (μTransfer, Yang et al. 2022, applied to the DenseAM as in arXiv 2605.10164):
-for each number of memories K train the same model under one parametrisation over a log
-grid of base learning rates ``eta`` (and seeds), read off ``eta*(K)`` as the minimiser of the
-final training loss, and ask whether ``eta*`` stays put as K grows.
+The procedure (μTransfer, Yang et al. 2022, applied to the DenseAM as in arXiv
+2605.10164): for each number of memories K train the same model under one
+parametrisation over a log grid of base learning rates ``eta`` (and seeds), read
+off ``eta*(K)`` as the minimiser of the final training loss, and ask whether
+``eta*`` stays put as K grows.
 """
 
 from __future__ import annotations
@@ -35,8 +37,14 @@ _HP_KEYS = ("lr", "eps", "alpha", "gamma", "beta_scale", "init_std")
 
 
 def _check_widths(widths: Any) -> tuple[int, ...]:
-  if isinstance(widths, (int, np.integer)) or not isinstance(widths, Sequence) or not widths:
-    raise ValueError(f"widths must be a non-empty sequence of ints >= 1, got {widths!r}")
+  if (
+    isinstance(widths, (int, np.integer))
+    or not isinstance(widths, Sequence)
+    or not widths
+  ):
+    raise ValueError(
+      f"widths must be a non-empty sequence of ints >= 1, got {widths!r}"
+    )
   return tuple(V.check_int(k, "widths[i]", min_value=1) for k in widths)
 
 
@@ -50,24 +58,37 @@ def _check_lrs(lrs: Any) -> np.ndarray:
 
 def _check_data(data: Any, name: str) -> Batch:
   if not isinstance(data, Batch):
-    raise TypeError(f"{name} must be a denseam.Batch (see load_digits_task), got {type(data)}")
+    raise TypeError(
+      f"{name} must be a denseam.Batch (see load_digits_task), got {type(data)}"
+    )
   return data
 
 
 def _check_key(key: Any) -> jax.Array:
-  if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
+  if not (
+    isinstance(key, jax.Array)
+    and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  ):
     raise TypeError("key must be a typed PRNG key from jax.random.key(seed)")
   if key.shape != ():
-    raise ValueError(f"key must be a single key (shape ()), got shape {key.shape}")
+    raise ValueError(
+      f"key must be a single key (shape ()), got shape {key.shape}"
+    )
   return key
 
 
 def _optimizer(hp):
-  return optax.inject_hyperparams(optax.adam)(learning_rate=hp["lr"], eps=hp["eps"])
+  return optax.inject_hyperparams(optax.adam)(
+    learning_rate=hp["lr"], eps=hp["eps"]
+  )
 
 
 def _mult(hp):
-  return {"alpha": hp["alpha"], "gamma": hp["gamma"], "beta_scale": hp["beta_scale"]}
+  return {
+    "alpha": hp["alpha"],
+    "gamma": hp["gamma"],
+    "beta_scale": hp["beta_scale"],
+  }
 
 
 @functools.lru_cache(maxsize=64)
@@ -76,15 +97,23 @@ def _grid_sweep(cfg: DenseAMConfig, k: int, batch_size: int, mesh) -> Sweep:
 
   def init_fn(hp, key, data):
     n_vis = data["train"].x0.shape[1]
-    xi = hp["init_std"] / math.sqrt(n_vis) * jax.random.normal(key, (k, n_vis), jnp.float32)
+    xi = (
+      hp["init_std"]
+      / math.sqrt(n_vis)
+      * jax.random.normal(key, (k, n_vis), jnp.float32)
+    )
     return xi, _optimizer(hp).init(xi)
 
   def step_fn(state, hp, key, step, data):
     xi, opt = state
     train = data["train"]
-    idx = jax.random.randint(jax.random.fold_in(key, step), (batch_size,), 0, train.x0.shape[0])
+    idx = jax.random.randint(
+      jax.random.fold_in(key, step), (batch_size,), 0, train.x0.shape[0]
+    )
     batch = Batch(train.x0[idx], train.clamp, train.y[idx])
-    (loss, _), grad = jax.value_and_grad(loss_fn, has_aux=True)(xi, batch, cfg, _mult(hp))
+    (loss, _), grad = jax.value_and_grad(loss_fn, has_aux=True)(
+      xi, batch, cfg, _mult(hp)
+    )
     upd, opt = _optimizer(hp).update(grad, opt, xi)
     return (optax.apply_updates(xi, upd), opt), {"loss": loss}
 
@@ -94,7 +123,9 @@ def _grid_sweep(cfg: DenseAMConfig, k: int, batch_size: int, mesh) -> Sweep:
     for split in ("train", "test"):
       loss, aux = loss_fn(xi, data[split], cfg, _mult(hp))
       out[f"{split}_loss"] = loss
-      out[f"{split}_metric"] = aux["accuracy" if cfg.task == "classify" else "bit_error"]
+      out[f"{split}_metric"] = aux[
+        "accuracy" if cfg.task == "classify" else "bit_error"
+      ]
     return out
 
   return Sweep(init_fn, step_fn, eval_fn, mesh=mesh)
@@ -117,14 +148,16 @@ def train_grid(
   checkpoint_dir: Any = None,
   show_progress: bool = False,
 ) -> dict[str, np.ndarray]:
-  """Trains ``len(lrs) x seeds`` DenseAMs with K memories as one vmapped, sharded program.
+  """Trains ``len(lrs) x seeds`` DenseAMs with K memories as one vmapped,
+  sharded program.
 
-  Each run: ``Xi`` from :func:`init_memories`'s law, Adam with the width-scaled learning
-  rate ``eta (K/K0)^-c`` and epsilon ``eps0 (K/K0)^-d`` (see :func:`make_optimizer`),
-  minibatches of ``batch_size`` drawn with ``fold_in(seed_key, step)``. Runs with the same
-  seed share their initial ``Xi`` and batches (common random numbers across learning
-  rates). Runs on ``jaxpapers.core.Sweep`` (sharded over the devices, checkpointed per
-  chunk when ``checkpoint_dir`` is given).
+  Each run: ``Xi`` from :func:`init_memories`'s law, Adam with the width-scaled
+  learning rate ``eta (K/K0)^-c`` and epsilon ``eps0 (K/K0)^-d`` (see
+  :func:`make_optimizer`), minibatches of ``batch_size`` drawn with
+  ``fold_in(seed_key, step)``. Runs with the same seed share their initial
+  ``Xi`` and batches (common random numbers across learning rates). Runs on
+  ``jaxpapers.core.Sweep`` (sharded over the devices, checkpointed per chunk
+  when ``checkpoint_dir`` is given).
 
   Args:
     key: typed PRNG key; seed ``s`` uses ``fold_in(key, s)``.
@@ -133,7 +166,8 @@ def train_grid(
     cfg: the model configuration.
     p: the parametrisation (gives every width-dependent multiplier at K).
     train: training :class:`Batch` (the full training set).
-    steps: Adam steps per run. seeds: seeds per learning rate. batch_size: minibatch size.
+    steps: Adam steps per run. seeds: seeds per learning rate. batch_size:
+      minibatch size.
     test: held-out :class:`Batch` (default: ``train``).
     mesh: a runs mesh (default: :func:`jaxpapers.core.sweep.runs_mesh`).
     chunk_size: steps per compiled chunk and checkpoint (default: ``steps``).
@@ -141,10 +175,10 @@ def train_grid(
     show_progress: show a progress bar.
 
   Returns:
-    ``{'final_loss', 'train_metric', 'test_loss', 'test_metric'}`` each ``[L, S]`` (full
-    training-set loss after the last step; accuracy for classification, bit error for
-    denoising) and ``'history'`` ``[L, S, steps]`` (minibatch losses). Diverged runs give
-    NaN (never a finite number).
+    ``{'final_loss', 'train_metric', 'test_loss', 'test_metric'}`` each
+    ``[L, S]`` (full training-set loss after the last step; accuracy for
+    classification, bit error for denoising) and ``'history'`` ``[L, S, steps]``
+    (minibatch losses). Diverged runs give NaN (never a finite number).
   """
   key = _check_key(key)
   cfg = _check_config(cfg)
@@ -157,7 +191,8 @@ def train_grid(
   batch_size = V.check_int(batch_size, "batch_size", min_value=1)
   train = _check_data(train, "train")
   test = train if test is None else _check_data(test, "test")
-  # Shapes and labels are checked once, eagerly, on the data (the sweep itself is traced).
+  # Shapes and labels are checked once, eagerly, on the data (the sweep itself
+  # is traced).
   for split in (train, test):
     loss_fn(jnp.zeros((1, np.shape(split.x0)[1])), split, cfg)
   m = p.multipliers(k)
@@ -170,7 +205,10 @@ def train_grid(
     "beta_scale": np.full(n_l, m["beta_scale"]),
     "init_std": np.full(n_l, m["init_std"]),
   }
-  hp = {name: np.repeat(v, seeds).astype(np.float32) for name, v in per_run.items()}  # [L*S]
+  # [L*S]
+  hp = {
+    name: np.repeat(v, seeds).astype(np.float32) for name, v in per_run.items()
+  }
   seed_keys = jnp.stack([jax.random.fold_in(key, s) for s in range(seeds)])
   keys = jnp.tile(seed_keys, n_l)  # run i = (lr i // S, seed i % S)
   data = {
@@ -187,7 +225,10 @@ def train_grid(
     desc=f"K={k}",
     show_progress=show_progress,
   )
-  ev = {name: np.asarray(v)[:, -1].reshape(n_l, seeds) for name, v in res.evals.items()}
+  ev = {
+    name: np.asarray(v)[:, -1].reshape(n_l, seeds)
+    for name, v in res.evals.items()
+  }
   return {
     "final_loss": ev["train_loss"],
     "train_metric": ev["train_metric"],
@@ -212,8 +253,9 @@ def lr_sweep(
 ) -> np.ndarray:
   """Final training loss over a grid of widths x learning rates x seeds.
 
-  One :func:`train_grid` per width (one compilation per width; the learning rates and
-  seeds are a vmapped runs axis). Width ``j`` uses ``fold_in(key, K_j)``.
+  One :func:`train_grid` per width (one compilation per width; the learning
+  rates and seeds are a vmapped runs axis). Width ``j`` uses
+  ``fold_in(key, K_j)``.
 
   Args:
     key: typed PRNG key.
@@ -224,8 +266,8 @@ def lr_sweep(
     steps, seeds, batch_size, mesh: as in :func:`train_grid`.
 
   Returns:
-    ``[len(widths), L, seeds]`` full-training-set losses after ``steps`` steps (NaN where a
-    run diverged).
+    ``[len(widths), L, seeds]`` full-training-set losses after ``steps`` steps
+    (NaN where a run diverged).
   """
   widths = _check_widths(widths)
   key = _check_key(key)
@@ -250,14 +292,15 @@ def lr_sweep(
 def optimal_lr(losses: Any, lrs: Any) -> np.ndarray:
   """The loss-minimising learning rate, refined by a parabola in ``log eta``.
 
-  At the grid minimum ``i`` (non-finite losses count as +inf) with both neighbours finite,
-  the parabola through ``(log eta_j, loss_j)``, ``j = i-1, i, i+1``, has its vertex at
+  At the grid minimum ``i`` (non-finite losses count as +inf) with both
+  neighbours finite, the parabola through ``(log eta_j, loss_j)``,
+  ``j = i-1, i, i+1``, has its vertex at
 
     ``log eta* = x_i - 1/2 [(x_i-x_{i-1})^2 (l_i-l_{i+1}) - (x_i-x_{i+1})^2 (l_i-l_{i-1})]
     / [(x_i-x_{i-1}) (l_i-l_{i+1}) - (x_i-x_{i+1}) (l_i-l_{i-1})]``,
 
-  which lies within ``[x_{i-1}, x_{i+1}]`` for a convex triple. At the grid edge, or with a
-  non-finite neighbour, the grid value ``eta_i`` is returned.
+  which lies within ``[x_{i-1}, x_{i+1}]`` for a convex triple. At the grid
+  edge, or with a non-finite neighbour, the grid value ``eta_i`` is returned.
 
   Args:
     losses: ``[..., L]`` losses (e.g. seed means) on the grid ``lrs``.
@@ -272,7 +315,8 @@ def optimal_lr(losses: Any, lrs: Any) -> np.ndarray:
   losses = np.asarray(losses, np.float64)
   if losses.ndim < 1 or losses.shape[-1] != len(lrs):
     raise ValueError(
-      f"losses must have shape [..., L] with L = len(lrs) = {len(lrs)}, got {losses.shape}"
+      f"losses must have shape [..., L] with L = len(lrs) = {len(lrs)}, "
+      f"got {losses.shape}"
     )
   x = np.log(lrs)
   flat = np.where(np.isfinite(losses), losses, np.inf).reshape(-1, len(lrs))
@@ -282,7 +326,9 @@ def optimal_lr(losses: Any, lrs: Any) -> np.ndarray:
       continue
     i = int(np.argmin(row))
     out[r] = x[i]
-    if 0 < i < len(x) - 1 and np.isfinite(row[i - 1]) and np.isfinite(row[i + 1]):
+    if (
+      0 < i < len(x) - 1 and np.isfinite(row[i - 1]) and np.isfinite(row[i + 1])
+    ):
       a, b = x[i] - x[i - 1], x[i] - x[i + 1]
       fa, fb = row[i] - row[i + 1], row[i] - row[i - 1]
       den = a * fa - b * fb
@@ -308,11 +354,21 @@ def _coord_program(cfg: DenseAMConfig, k: int, steps: int):
     def body(carry, _):
       xi, state = carry
       h = hp["alpha"] * gx0 @ xi.T
-      x_t, _ = _dynamics(xi, batch.x0, batch.clamp, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
+      x_t, _ = _dynamics(
+        xi,
+        batch.x0,
+        batch.clamp,
+        cfg,
+        hp["alpha"],
+        hp["gamma"],
+        hp["beta_scale"],
+      )
 
       # The first Euler step, x_1 = P(x_0 - dt grad E(x_0)).
       def first_step(w):
-        grad_e = _energy_grad(w, batch.x0, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"])
+        grad_e = _energy_grad(
+          w, batch.x0, cfg, hp["alpha"], hp["gamma"], hp["beta_scale"]
+        )
         return jnp.where(batch.clamp, batch.x0, batch.x0 - cfg.dt * grad_e)
 
       x_1 = first_step(xi)
@@ -323,7 +379,9 @@ def _coord_program(cfg: DenseAMConfig, k: int, steps: int):
         "h_rms": jnp.sqrt(jnp.mean(h * h)),
         "dx_rms": rms_free(x_1 - batch.x0),
         "xT_rms": rms_free(x_t),
-        "dh_rms": jnp.sqrt(jnp.mean((hp["alpha"] * gx0 @ (xi_new - xi).T) ** 2)),
+        "dh_rms": jnp.sqrt(
+          jnp.mean((hp["alpha"] * gx0 @ (xi_new - xi).T) ** 2)
+        ),
         "ddx_rms": rms_free(first_step(xi_new) - x_1),
       }
       return (xi_new, state), rec
@@ -345,17 +403,21 @@ def coord_check(
   lr: float = 1e-2,
   batch_size: int = 64,
 ) -> dict[str, np.ndarray]:
-  """Coordinate check (as ``mup.coord_check``): activation sizes over the first Adam steps.
+  """Coordinate check (as ``mup.coord_check``): activation sizes over the first
+  Adam steps.
 
-  For each width, Adam (learning rate ``lr (K/K0)^-c``) trains on the first ``batch_size``
-  examples of ``data`` for ``steps`` steps; before each update it records
+  For each width, Adam (learning rate ``lr (K/K0)^-c``) trains on the first
+  ``batch_size`` examples of ``data`` for ``steps`` steps; before each update it
+  records
 
   * ``h_rms``: RMS of the pre-activations ``h = alpha Xi g(x_0)``;
   * ``dx_rms``: RMS over free units of the first Euler increment ``x_1 - x_0``;
   * ``xT_rms``: RMS over free units of ``x_T``;
-  * ``dh_rms``: RMS of ``alpha (Delta Xi) g(x_0)``, the update's effect on pre-activations;
-  * ``ddx_rms``: RMS over free units of the change of ``x_1 - x_0`` caused by the update,
-    the update's effect through the down map (up and down map together).
+  * ``dh_rms``: RMS of ``alpha (Delta Xi) g(x_0)``, the update's effect on
+    pre-activations;
+  * ``ddx_rms``: RMS over free units of the change of ``x_1 - x_0`` caused by
+    the update, the update's effect through the down map (up and down map
+    together).
 
   Under a parametrisation that is right for the width, every curve is flat in K.
 
@@ -364,11 +426,12 @@ def coord_check(
     widths: numbers of memories K.
     cfg, p: model configuration and parametrisation.
     data: a :class:`Batch` with at least ``batch_size`` examples.
-    steps: Adam steps recorded. lr: base learning rate ``eta``. batch_size: examples used.
+    steps: Adam steps recorded. lr: base learning rate ``eta``. batch_size:
+      examples used.
 
   Returns:
-    ``{'h_rms', 'dx_rms', 'xT_rms', 'dh_rms', 'ddx_rms'}`` each ``[len(widths), steps]`` and
-    ``'widths'`` ``[len(widths)]``.
+    ``{'h_rms', 'dx_rms', 'xT_rms', 'dh_rms', 'ddx_rms'}`` each
+    ``[len(widths), steps]`` and ``'widths'`` ``[len(widths)]``.
   """
   key = _check_key(key)
   widths = _check_widths(widths)
@@ -380,12 +443,22 @@ def coord_check(
   lr = V.check_float(lr, "lr", min_value=0.0)
   batch_size = V.check_int(batch_size, "batch_size", min_value=1)
   if np.shape(data.x0)[0] < batch_size:
-    raise ValueError(f"data must hold at least batch_size = {batch_size} examples")
+    raise ValueError(
+      f"data must hold at least batch_size = {batch_size} examples"
+    )
   batch = Batch(
-    jnp.asarray(data.x0[:batch_size]), jnp.asarray(data.clamp), jnp.asarray(data.y[:batch_size])
+    jnp.asarray(data.x0[:batch_size]),
+    jnp.asarray(data.clamp),
+    jnp.asarray(data.y[:batch_size]),
   )
-  loss_fn(jnp.zeros((1, batch.x0.shape[1])), Batch(batch.x0[:1], batch.clamp, batch.y[:1]), cfg)
-  out = {name: [] for name in ("h_rms", "dx_rms", "xT_rms", "dh_rms", "ddx_rms")}
+  loss_fn(
+    jnp.zeros((1, batch.x0.shape[1])),
+    Batch(batch.x0[:1], batch.clamp, batch.y[:1]),
+    cfg,
+  )
+  out = {
+    name: [] for name in ("h_rms", "dx_rms", "xT_rms", "dh_rms", "ddx_rms")
+  }
   for kk in widths:
     m = p.multipliers(kk)
     hp = {

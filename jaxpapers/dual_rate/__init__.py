@@ -1,9 +1,11 @@
-"""Dual-Rate Diffusion: a sparse heavy context encoder and a light per-step denoiser.
+"""Dual-Rate Diffusion: a sparse heavy context encoder and a light per-step
+denoiser.
 
-Ruhe, Hoogeboom, Bartosh, Heek, Mensink, Salimans. "Dual-Rate Diffusion: Accelerating
-diffusion models with an interleaved heavy-light network", arXiv:2605.18190 (NeurIPS 2026).
-No code is public; the networks, the stale-context training objective, the refresh-set sampler
-and the combination with Moment Matching Distillation (arXiv:2406.04103) are reconstructions.
+Ruhe, Hoogeboom, Bartosh, Heek, Mensink, Salimans. "Dual-Rate Diffusion:
+Accelerating diffusion models with an interleaved heavy-light network",
+arXiv:2605.18190 (NeurIPS 2026). No code is public; the networks, the
+stale-context training objective, the refresh-set sampler and the combination
+with Moment Matching Distillation (arXiv:2406.04103) are reconstructions.
 """
 
 from jaxpapers.dual_rate._schedule import (
@@ -118,9 +120,19 @@ from jaxpapers.dual_rate._eval import (
   precision_recall_knn,
   train_classifier,
 )
-from jaxpapers.dual_rate._fdproxy import FD_REFERENCES, FDProxy, fd_splits, measure_sampler
+from jaxpapers.dual_rate._fdproxy import (
+  FD_REFERENCES,
+  FDProxy,
+  fd_splits,
+  measure_sampler,
+)
 from jaxpapers.dual_rate._fit import fit, fit_step, make_losses, mmd_step_loss
-from jaxpapers.dual_rate._mmd import MMDPair, last_refresh_index, mmd_losses, mmd_pair_loss
+from jaxpapers.dual_rate._mmd import (
+  MMDPair,
+  last_refresh_index,
+  mmd_losses,
+  mmd_pair_loss,
+)
 from jaxpapers.dual_rate._quality import (
   aggregate_rows,
   gain_at_equal_cost,
@@ -128,7 +140,12 @@ from jaxpapers.dual_rate._quality import (
   matched_quality,
   paired_gain,
 )
-from jaxpapers.dual_rate._training import EmaState, ema_tracker, find_ema, training_optimizer
+from jaxpapers.dual_rate._training import (
+  EmaState,
+  ema_tracker,
+  find_ema,
+  training_optimizer,
+)
 
 __all__ += [
   "EmaState",

@@ -1,9 +1,11 @@
-"""Offline image data: sklearn's bundled digits and a procedurally generated shapes set.
+"""Offline image data: sklearn's bundled digits and a procedurally generated
+shapes set.
 
-Both come as plain numpy sources (:func:`digits`, :func:`shapes`) and as TFDS builders
-(:class:`DigitsImages`, :class:`ShapesImages`) written in the array_record format, which TFDS
-builds and reads through ``tfds.data_source`` without TensorFlow. Nothing is downloaded.
-Images are float32 [N, H, W, 1] in [-1, 1]; labels int32 [N].
+Both come as plain numpy sources (:func:`digits`, :func:`shapes`) and as TFDS
+builders (:class:`DigitsImages`, :class:`ShapesImages`) written in the
+array_record format, which TFDS builds and reads through ``tfds.data_source``
+without TensorFlow. Nothing is downloaded. Images are float32 [N, H, W, 1] in
+[-1, 1]; labels int32 [N].
 """
 
 from __future__ import annotations
@@ -24,16 +26,17 @@ SHAPE_CLASSES = ("disc", "square", "triangle", "cross")
 
 
 def digits(*, num_test: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
-  """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to [-1, 1], split in a
-  fixed random train/test split.
+  """sklearn ``load_digits`` (1797 images of 8x8, values 0..16) scaled to
+  [-1, 1], split in a fixed random train/test split.
 
   Args:
     num_test: size of the test split, an int in [1, 1797).
     seed: seed of the split's permutation.
 
   Returns:
-    ``{'train_images': [1797 - num_test, 8, 8, 1] float32, 'train_labels': [1797 - num_test]
-    int32, 'test_images': [num_test, 8, 8, 1] float32, 'test_labels': [num_test] int32}``.
+    ``{'train_images': [1797 - num_test, 8, 8, 1] float32, 'train_labels':
+    [1797 - num_test] int32, 'test_images': [num_test, 8, 8, 1] float32,
+    'test_labels': [num_test] int32}``.
   """
   if (
     isinstance(num_test, bool)
@@ -49,12 +52,19 @@ def digits(*, num_test: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
   y = d.target.astype(np.int32)
   perm = np.random.default_rng(seed).permutation(x.shape[0])
   te, tr = perm[:num_test], perm[num_test:]
-  return {"train_images": x[tr], "train_labels": y[tr], "test_images": x[te], "test_labels": y[te]}
+  return {
+    "train_images": x[tr],
+    "train_labels": y[tr],
+    "test_images": x[te],
+    "test_labels": y[te],
+  }
 
 
-def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) -> np.ndarray:
-  """Render one anti-aliased shape per label (0 disc, 1 square, 2 triangle, 3 cross) with random
-  centre, size, rotation and intensity on a dark background.
+def render_shapes(
+  labels: np.ndarray, *, image_size: int = 16, seed: int = 0
+) -> np.ndarray:
+  """Render one anti-aliased shape per label (0 disc, 1 square, 2 triangle, 3
+  cross) with random centre, size, rotation and intensity on a dark background.
 
   Args:
     labels: [N] int shape classes in [0, 4).
@@ -65,15 +75,21 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
     [N, S, S, 1] float32 images in [-1, 1].
   """
   labels = np.asarray(labels)
-  if labels.ndim != 1 or not (np.issubdtype(labels.dtype, np.integer) or labels.size == 0):
-    raise ValueError(f"labels must be a 1-D integer array, got {labels.dtype}{labels.shape}")
+  if labels.ndim != 1 or not (
+    np.issubdtype(labels.dtype, np.integer) or labels.size == 0
+  ):
+    raise ValueError(
+      f"labels must be a 1-D integer array, got {labels.dtype}{labels.shape}"
+    )
   if labels.size and (labels.min() < 0 or labels.max() >= len(SHAPE_CLASSES)):
     raise ValueError(
-      f"labels must lie in [0, {len(SHAPE_CLASSES)}) ({SHAPE_CLASSES}), got range "
-      f"[{labels.min()}, {labels.max()}]"
+      f"labels must lie in [0, {len(SHAPE_CLASSES)}) ({SHAPE_CLASSES}), "
+      f"got range [{labels.min()}, {labels.max()}]"
     )
   if (
-    isinstance(image_size, bool) or not isinstance(image_size, (int, np.integer)) or image_size < 4
+    isinstance(image_size, bool)
+    or not isinstance(image_size, (int, np.integer))
+    or image_size < 4
   ):
     raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
   rng = np.random.default_rng(seed)
@@ -98,7 +114,8 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
     else:
       w = 0.3 * r
       sd = np.minimum(
-        np.maximum(np.abs(u) - r, np.abs(v) - w), np.maximum(np.abs(u) - w, np.abs(v) - r)
+        np.maximum(np.abs(u) - r, np.abs(v) - w),
+        np.maximum(np.abs(u) - w, np.abs(v) - r),
       )
     img = np.clip(0.5 - sd, 0.0, 1.0) * rng.uniform(0.6, 1.0)
     out[i] = 2.0 * img - 1.0
@@ -106,7 +123,11 @@ def render_shapes(labels: np.ndarray, *, image_size: int = 16, seed: int = 0) ->
 
 
 def shapes(
-  *, num_train: int = 2000, num_test: int = 400, image_size: int = 16, seed: int = 0
+  *,
+  num_train: int = 2000,
+  num_test: int = 400,
+  image_size: int = 16,
+  seed: int = 0,
 ) -> dict[str, np.ndarray]:
   """Procedurally generated shapes (4 classes), deterministic in ``seed``.
 
@@ -117,8 +138,8 @@ def shapes(
     seed: seed of the labels and the rendering.
 
   Returns:
-    the keys of :func:`digits`: [num_train, S, S, 1] / [num_test, S, S, 1] float32 images and
-    [num_train] / [num_test] int32 labels.
+    the keys of :func:`digits`: [num_train, S, S, 1] / [num_test, S, S, 1]
+    float32 images and [num_train] / [num_test] int32 labels.
   """
   for name, v in (("num_train", num_train), ("num_test", num_test)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -163,9 +184,9 @@ def num_classes(name: str) -> int:
   return 10 if name == "digits" else len(SHAPE_CLASSES)
 
 
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # TFDS builders (array_record; no TensorFlow needed to build or read).
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 @functools.cache
 def _builders():
   import tensorflow_datasets as tfds
@@ -173,8 +194,9 @@ def _builders():
   class _Base(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     VERSION = tfds.core.Version("1.0.0")
     RELEASE_NOTES = {"1.0.0": "Initial release."}
-    # Without the optional `importlib_resources` package TFDS fails to resolve the source file of
-    # a builder that lives in an installed package; these builders need no code-side resources.
+    # Without the optional `importlib_resources` package TFDS fails to resolve
+    # the source file of a builder that lives in an installed package; these
+    # builders need no code-side resources.
     code_path = None
     _SOURCE = "digits"
     _SIZE = 8
@@ -185,7 +207,9 @@ def _builders():
         builder=self,
         features=tfds.features.FeaturesDict(
           {
-            "image": tfds.features.Tensor(shape=(self._SIZE, self._SIZE, 1), dtype=np.float32),
+            "image": tfds.features.Tensor(
+              shape=(self._SIZE, self._SIZE, 1), dtype=np.float32
+            ),
             "label": tfds.features.ClassLabel(num_classes=self._CLASSES),
             "index": tfds.features.Scalar(dtype=np.int64),
           }
@@ -197,8 +221,12 @@ def _builders():
       del dl_manager  # nothing to download
       data = load_numpy(self._SOURCE)
       return {
-        "train": self._generate_examples(data["train_images"], data["train_labels"]),
-        "test": self._generate_examples(data["test_images"], data["test_labels"]),
+        "train": self._generate_examples(
+          data["train_images"], data["train_labels"]
+        ),
+        "test": self._generate_examples(
+          data["test_images"], data["test_labels"]
+        ),
       }
 
     def _generate_examples(self, images, labels):
@@ -211,7 +239,8 @@ def _builders():
     name = "jaxpapers_digits"
 
   class ShapesImages(_Base):
-    """Procedural shapes, 16x16 in [-1, 1], 4 classes (train 2000 / test 400)."""
+    """Procedural shapes, 16x16 in [-1, 1], 4 classes (train 2000 / test
+    400)."""
 
     name = "jaxpapers_shapes"
     _SOURCE, _SIZE, _CLASSES = "shapes", 16, len(SHAPE_CLASSES)
@@ -219,22 +248,28 @@ def _builders():
   return {"digits": DigitsImages, "shapes": ShapesImages}
 
 
-def tfds_builder(name: str, data_dir: str | os.PathLike[str]) -> tfds.core.GeneratorBasedBuilder:
-  """The TFDS builder for 'digits' or 'shapes' writing array_record files under ``data_dir``.
+def tfds_builder(
+  name: str, data_dir: str | os.PathLike[str]
+) -> tfds.core.GeneratorBasedBuilder:
+  """The TFDS builder for 'digits' or 'shapes' writing array_record files under
+  ``data_dir``.
 
   Args:
     name: 'digits' or 'shapes'.
     data_dir: the TFDS data directory.
 
   Returns:
-    an unprepared builder (call ``download_and_prepare``; nothing is downloaded).
+    an unprepared builder (call ``download_and_prepare``; nothing is
+    downloaded).
   """
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   return _builders()[name](data_dir=str(data_dir), file_format="array_record")
 
 
-def load_tfds(name: str, data_dir: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+def load_tfds(
+  name: str, data_dir: str | os.PathLike[str]
+) -> dict[str, np.ndarray]:
   """Prepare (once) and read the TFDS dataset through ``as_data_source``.
 
   Args:
@@ -242,26 +277,35 @@ def load_tfds(name: str, data_dir: str | os.PathLike[str]) -> dict[str, np.ndarr
     data_dir: the TFDS data directory; the dataset is built there on first use.
 
   Returns:
-    the same dict (and order, restored from the stored ``index`` feature) as the NumPy sources.
+    the same dict (and order, restored from the stored ``index`` feature) as the
+    NumPy sources.
   """
   if name not in DATASETS:
     raise ValueError(f"name must be one of {DATASETS}, got {name!r}")
   b = tfds_builder(name, pathlib.Path(data_dir))
   b.download_and_prepare()
-  src = cast(Mapping[str, Sequence[Any]], b.as_data_source())  # every split: split=None
+  # every split: split=None
+  src = cast(Mapping[str, Sequence[Any]], b.as_data_source())
   out = {}
   for split in ("train", "test"):
-    ex = sorted((src[split][i] for i in range(len(src[split]))), key=lambda e: int(e["index"]))
-    out[f"{split}_images"] = np.stack([e["image"] for e in ex]).astype(np.float32)
+    ex = sorted(
+      (src[split][i] for i in range(len(src[split]))),
+      key=lambda e: int(e["index"]),
+    )
+    out[f"{split}_images"] = np.stack([e["image"] for e in ex]).astype(
+      np.float32
+    )
     out[f"{split}_labels"] = np.asarray([e["label"] for e in ex], np.int32)
   return out
 
 
 class SourceImages:
-  """Random access to a TFDS data source's images ([-1, 1] float32) or labels (int32).
+  """Random access to a TFDS data source's images ([-1, 1] float32) or labels
+  (int32).
 
-  ``x[idx]`` reads the records ``idx`` (an int or an index array) in one batched read where the
-  source supports it; ``x.shape`` is ``(len(source), *image shape)``.
+  ``x[idx]`` reads the records ``idx`` (an int or an index array) in one batched
+  read where the source supports it; ``x.shape`` is ``(len(source), *image
+  shape)``.
 
   Args:
     source: a ``tfds.data_source`` split (records with ``image`` and ``label``).
@@ -276,36 +320,50 @@ class SourceImages:
 
   def __getitem__(self, idx: Any) -> np.ndarray:
     idx = np.atleast_1d(np.asarray(idx))
-    if hasattr(self.source, "__getitems__"):  # one batched read (ArrayRecord data sources)
+    # one batched read (ArrayRecord data sources)
+    if hasattr(self.source, "__getitems__"):
       recs = self.source.__getitems__([int(i) for i in idx])  # type: ignore[attr-defined]
     else:
       recs = [self.source[int(i)] for i in idx]
     x = np.stack([np.asarray(r[self.key]) for r in recs])
-    return (x.astype(np.float32) / 127.5 - 1.0) if self.key == "image" else x.astype(np.int32)
+    return (
+      (x.astype(np.float32) / 127.5 - 1.0)
+      if self.key == "image"
+      else x.astype(np.int32)
+    )
 
 
 def load_imagenet64(
-  data_dir: str | os.PathLike[str], *, num_test: int, seed: int = 0, classifier_subset: int = 50_000
+  data_dir: str | os.PathLike[str],
+  *,
+  num_test: int,
+  seed: int = 0,
+  classifier_subset: int = 50_000,
 ) -> dict[str, Any]:
-  """ImageNet 64x64 (``imagenet_resized/64x64``) from a prepared TFDS ``data_dir``.
+  """ImageNet 64x64 (``imagenet_resized/64x64``) from a prepared TFDS
+  ``data_dir``.
 
-  Nothing is downloaded: the dataset must be prepared there in the array_record format.
+  Nothing is downloaded: the dataset must be prepared there in the array_record
+  format.
 
   Args:
     data_dir: the TFDS data directory.
-    num_test: validation images held out (the first ones, at most the split's size).
+    num_test: validation images held out (the first ones, at most the split's
+      size).
     seed: the seed of the classifier subset.
-    classifier_subset: train images of the feature classifier's subset (drawn without
-      replacement, sorted).
+    classifier_subset: train images of the feature classifier's subset (drawn
+      without replacement, sorted).
 
   Returns:
-    ``train_images`` / ``train_labels`` (lazy :class:`SourceImages` over the train split),
-    ``subset_images`` / ``subset_labels`` ([S, 64, 64, 3] float32, [S] int32) and
-    ``test_images`` / ``test_labels`` ([num_test, 64, 64, 3], [num_test]).
+    ``train_images`` / ``train_labels`` (lazy :class:`SourceImages` over the
+    train split), ``subset_images`` / ``subset_labels`` ([S, 64, 64, 3] float32,
+    [S] int32) and ``test_images`` / ``test_labels`` ([num_test, 64, 64, 3],
+    [num_test]).
   """
   if num_test < 0 or classifier_subset < 1:
     raise ValueError(
-      f"num_test must be >= 0 and classifier_subset >= 1, got {num_test} and {classifier_subset}"
+      "num_test must be >= 0 and classifier_subset >= 1, "
+      f"got {num_test} and {classifier_subset}"
     )
   import tensorflow_datasets as tfds
 
@@ -315,7 +373,9 @@ def load_imagenet64(
   )
   tr, va = src["train"], src["validation"]
   rng = np.random.default_rng(seed)
-  sub = np.sort(rng.choice(len(tr), min(classifier_subset, len(tr)), replace=False))
+  sub = np.sort(
+    rng.choice(len(tr), min(classifier_subset, len(tr)), replace=False)
+  )
   test_idx = np.arange(min(num_test, len(va)))
   return {
     "train_images": SourceImages(tr, "image"),

@@ -1,12 +1,15 @@
-"""Offline quality metric: Frechet distance and KID on features of a classifier trained here.
+"""Offline quality metric: Frechet distance and KID on features of a classifier
+trained here.
 
-The numbers are an FD-proxy, not FID: they use the 64-d penultimate features of a small CNN
-(:class:`FeatureClassifier`) trained on the same data, and are comparable only at a fixed sample
-count N, classifier and dataset. Always report the real-versus-real floor (held-out real images
-against training images at the same N) next to them.
+The numbers are an FD-proxy, not FID: they use the 64-d penultimate features of
+a small CNN (:class:`FeatureClassifier`) trained on the same data, and are
+comparable only at a fixed sample count N, classifier and dataset. Always report
+the real-versus-real floor (held-out real images against training images at the
+same N) next to them.
 
-References: Heusel et al., FID, arXiv:1706.08500; Binkowski et al., KID, arXiv:1801.01401;
-Kynkaanniemi et al., improved precision/recall, arXiv:1904.06991.
+References: Heusel et al., FID, arXiv:1706.08500; Binkowski et al., KID,
+arXiv:1801.01401; Kynkaanniemi et al., improved precision/recall,
+arXiv:1904.06991.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from numpy.typing import ArrayLike
 class FeatureClassifier(nnx.Module):
   """Small CNN: conv(32) -> conv(64, stride 2) -> dense(feature_dim) -> dense(num_classes).
 
-  ``features(x)`` returns the penultimate ``feature_dim`` activations used for FD/KID.
+  ``features(x)`` returns the penultimate ``feature_dim`` activations used for
+  FD/KID.
 
   Args:
     image_size: side H = W of the square input images.
@@ -79,10 +83,11 @@ def train_classifier(
   seed: int = 0,
   noise_std: float = 0.1,
 ) -> FeatureClassifier:
-  """Train a FeatureClassifier with Adam on images (small Gaussian-noise augmentation).
+  """Train a FeatureClassifier with Adam on images (small Gaussian-noise
+  augmentation).
 
-  ``steps`` and ``batch_size`` must be ints >= 1, ``learning_rate`` a finite number > 0 and
-  ``noise_std`` a finite number >= 0 (``ValueError`` otherwise).
+  ``steps`` and ``batch_size`` must be ints >= 1, ``learning_rate`` a finite
+  number > 0 and ``noise_std`` a finite number >= 0 (``ValueError`` otherwise).
 
   Args:
     images: [N, H, W, C] float training images.
@@ -101,10 +106,13 @@ def train_classifier(
   labels = np.asarray(labels)
   if images.ndim != 4 or labels.shape != (images.shape[0],):
     raise ValueError(
-      f"images must be [N, H, W, C] and labels [N], got {images.shape} and {labels.shape}"
+      "images must be [N, H, W, C] and labels [N], "
+      f"got {images.shape} and {labels.shape}"
     )
   if not np.issubdtype(labels.dtype, np.integer):
-    raise TypeError(f"labels must be integer class ids, got dtype {labels.dtype}")
+    raise TypeError(
+      f"labels must be integer class ids, got dtype {labels.dtype}"
+    )
   if (
     isinstance(num_classes, bool)
     or not isinstance(num_classes, (int, np.integer))
@@ -121,7 +129,9 @@ def train_classifier(
     or not isinstance(learning_rate, (int, float, np.integer, np.floating))
     or not (math.isfinite(learning_rate) and learning_rate > 0)
   ):
-    raise ValueError(f"learning_rate must be a finite number > 0, got {learning_rate!r}")
+    raise ValueError(
+      f"learning_rate must be a finite number > 0, got {learning_rate!r}"
+    )
   for name, v in (("steps", steps), ("batch_size", batch_size)):
     # steps=0 would return the untrained network as the feature classifier
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -131,7 +141,9 @@ def train_classifier(
     and math.isfinite(noise_std)
     and noise_std >= 0
   ):
-    raise ValueError(f"noise_std must be a finite number >= 0, got {noise_std!r}")
+    raise ValueError(
+      f"noise_std must be a finite number >= 0, got {noise_std!r}"
+    )
   labels = labels.astype(np.int32)
   model = FeatureClassifier(
     image_size=images.shape[1],
@@ -159,12 +171,15 @@ def train_classifier(
   key = jax.random.key(seed)
   for it in range(steps):
     idx = rng.integers(0, images.shape[0], batch_size)
-    params, opt, _ = step(params, opt, images[idx], labels[idx], jax.random.fold_in(key, it))
+    params, opt, _ = step(
+      params, opt, images[idx], labels[idx], jax.random.fold_in(key, it)
+    )
   return nnx.merge(graphdef, params)
 
 
-# One compiled program per (classifier structure, batch shape), shared by every call: a jit of a
-# fresh lambda per call would retrace and recompile each time (every sampled setting and seed).
+# One compiled program per (classifier structure, batch shape), shared by every
+# call: a jit of a fresh lambda per call would retrace and recompile each time
+# (every sampled setting and seed).
 @functools.partial(jax.jit, static_argnums=0)
 def _features_jit(graphdef, state, x):
   return nnx.merge(graphdef, state).features(x)
@@ -189,14 +204,20 @@ def extract_features(
     [N, feature_dim] float64 NumPy array.
   """
   if not isinstance(classifier, FeatureClassifier):
-    raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
+    raise TypeError(
+      f"classifier must be a FeatureClassifier, got {type(classifier).__name__}"
+    )
   if np.ndim(images) != 4:
-    raise ValueError(f"images must be [N, H, W, C], got shape {np.shape(images)}")
+    raise ValueError(
+      f"images must be [N, H, W, C], got shape {np.shape(images)}"
+    )
   graphdef, state = nnx.split(classifier)
   images = np.asarray(images, np.float32)
   n = images.shape[0]
   pad = (-n) % batch_size  # one compiled shape for every call
-  images = np.concatenate([images, np.zeros((pad,) + images.shape[1:], np.float32)])
+  images = np.concatenate(
+    [images, np.zeros((pad,) + images.shape[1:], np.float32)]
+  )
   out = [
     np.asarray(_features_jit(graphdef, state, images[i : i + batch_size]))
     for i in range(0, images.shape[0], batch_size)
@@ -218,22 +239,31 @@ def classifier_accuracy(
     the fraction of images whose argmax logit is the label, in [0, 1].
   """
   if not isinstance(classifier, FeatureClassifier):
-    raise TypeError(f"classifier must be a FeatureClassifier, got {type(classifier).__name__}")
+    raise TypeError(
+      f"classifier must be a FeatureClassifier, got {type(classifier).__name__}"
+    )
   if np.ndim(images) != 4 or np.shape(labels) != (np.shape(images)[0],):
     raise ValueError(
-      f"images must be [N, H, W, C] and labels [N], got {np.shape(images)} and {np.shape(labels)}"
+      "images must be [N, H, W, C] and labels [N], "
+      f"got {np.shape(images)} and {np.shape(labels)}"
     )
   if not np.issubdtype(np.asarray(labels).dtype, np.integer):
-    raise TypeError(f"labels must be integer class ids, got dtype {np.asarray(labels).dtype}")
+    raise TypeError(
+      f"labels must be integer class ids, got dtype {np.asarray(labels).dtype}"
+    )
   graphdef, state = nnx.split(classifier)
   logits = _logits_jit(graphdef, state, jnp.asarray(images, jnp.float32))
-  return float(np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels)))
+  return float(
+    np.mean(np.asarray(jnp.argmax(logits, -1)) == np.asarray(labels))
+  )
 
 
 def _check_feats(a, b):
   a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
   if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
-    raise ValueError(f"features must be [N, D] and [M, D], got {a.shape} and {b.shape}")
+    raise ValueError(
+      f"features must be [N, D] and [M, D], got {a.shape} and {b.shape}"
+    )
   if a.shape[0] < 2 or b.shape[0] < 2:
     raise ValueError("need at least two feature vectors on each side")
   if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -249,8 +279,8 @@ def _sqrtm_psd(s):
 def frechet_distance(f_real: ArrayLike, f_gen: ArrayLike) -> float:
   """||mu_1 - mu_2||^2 + tr(S_1 + S_2 - 2 (S_1^{1/2} S_2 S_1^{1/2})^{1/2}), in float64.
 
-  Uses the symmetric form via eigh and clips negative eigenvalues to 0 (PSD-clipped).
-  Comparable only at a fixed N, classifier and dataset.
+  Uses the symmetric form via eigh and clips negative eigenvalues to 0
+  (PSD-clipped). Comparable only at a fixed N, classifier and dataset.
 
   Args:
     f_real: [N, D] finite features of real images, N >= 2.
@@ -265,7 +295,12 @@ def frechet_distance(f_real: ArrayLike, f_gen: ArrayLike) -> float:
   r1 = _sqrtm_psd(s1)
   m = r1 @ s2 @ r1
   w = np.clip(np.linalg.eigvalsh((m + m.T) / 2), 0, None)
-  return float(np.sum((mu1 - mu2) ** 2) + np.trace(s1) + np.trace(s2) - 2 * np.sum(np.sqrt(w)))
+  return float(
+    np.sum((mu1 - mu2) ** 2)
+    + np.trace(s1)
+    + np.trace(s2)
+    - 2 * np.sum(np.sqrt(w))
+  )
 
 
 def kernel_inception_distance(
@@ -277,8 +312,8 @@ def kernel_inception_distance(
   subset_size: int = 500,
   seed: int = 0,
 ) -> float:
-  """Unbiased MMD^2 with the polynomial kernel k(x, y) = (x.y / d + 1)^degree, averaged over
-  random subsets of size min(subset_size, N, M).
+  """Unbiased MMD^2 with the polynomial kernel k(x, y) = (x.y / d + 1)^degree,
+  averaged over random subsets of size min(subset_size, N, M).
 
   Args:
     f_real: [N, D] finite features of real images, N >= 2.
@@ -292,7 +327,11 @@ def kernel_inception_distance(
     the mean unbiased MMD^2 estimate (may be slightly negative).
   """
   a, b = _check_feats(f_real, f_gen)
-  for name, v in (("degree", degree), ("subsets", subsets), ("subset_size", subset_size)):
+  for name, v in (
+    ("degree", degree),
+    ("subsets", subsets),
+    ("subset_size", subset_size),
+  ):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   d = a.shape[1]
@@ -302,7 +341,9 @@ def kernel_inception_distance(
   for _ in range(subsets):
     x = a[rng.choice(a.shape[0], m, replace=False)]
     y = b[rng.choice(b.shape[0], m, replace=False)]
-    kxx, kyy, kxy = ((p @ q.T / d + 1) ** degree for p, q in ((x, x), (y, y), (x, y)))
+    kxx, kyy, kxy = (
+      (p @ q.T / d + 1) ** degree for p, q in ((x, x), (y, y), (x, y))
+    )
     vals.append(
       (kxx.sum() - np.trace(kxx)) / (m * (m - 1))
       + (kyy.sum() - np.trace(kyy)) / (m * (m - 1))
@@ -311,20 +352,28 @@ def kernel_inception_distance(
   return float(np.mean(vals))
 
 
-def precision_recall_knn(f_real: ArrayLike, f_gen: ArrayLike, *, k: int = 3) -> tuple[float, float]:
-  """k-NN precision (fraction of generated inside the real manifold) and recall (vice versa).
+def precision_recall_knn(
+  f_real: ArrayLike, f_gen: ArrayLike, *, k: int = 3
+) -> tuple[float, float]:
+  """k-NN precision (fraction of generated inside the real manifold) and recall
+  (vice versa).
 
   Args:
     f_real: [N, D] finite features of real images, N >= 2.
     f_gen: [M, D] finite features of generated images, M >= 2.
-    k: neighbour whose distance sets each point's radius, an int in [1, min(N, M) - 1].
+    k: neighbour whose distance sets each point's radius, an int in
+      [1, min(N, M) - 1].
 
   Returns:
     ``(precision, recall)``, two fractions in [0, 1].
   """
   a, b = _check_feats(f_real, f_gen)
   k_max = min(a.shape[0], b.shape[0]) - 1
-  if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= k_max:
+  if (
+    isinstance(k, bool)
+    or not isinstance(k, (int, np.integer))
+    or not 1 <= k <= k_max
+  ):
     raise ValueError(f"k must be an int in [1, {k_max}], got {k!r}")
 
   def radii(x):
@@ -339,7 +388,8 @@ def precision_recall_knn(f_real: ArrayLike, f_gen: ArrayLike, *, k: int = 3) -> 
 
 
 def fd_metric(f_real: ArrayLike, f_gen: ArrayLike) -> float:
-  """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in float64.
+  """Frechet distance via ``jaxpapers.metrics.frechet_distance`` evaluated in
+  float64.
 
   Args:
     f_real: [N, D] finite features of real images, N >= 2.
@@ -352,11 +402,16 @@ def fd_metric(f_real: ArrayLike, f_gen: ArrayLike) -> float:
 
   a, b = _check_feats(f_real, f_gen)
   with jax.enable_x64(True):
-    return float(metrics.frechet_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)))
+    return float(
+      metrics.frechet_distance(
+        jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)
+      )
+    )
 
 
 def kid_metric(f_real: ArrayLike, f_gen: ArrayLike) -> float:
-  """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics`` evaluated in float64.
+  """KID (all samples, cubic polynomial kernel) via ``jaxpapers.metrics``
+  evaluated in float64.
 
   Args:
     f_real: [N, D] finite features of real images, N >= 2.
@@ -370,5 +425,7 @@ def kid_metric(f_real: ArrayLike, f_gen: ArrayLike) -> float:
   a, b = _check_feats(f_real, f_gen)
   with jax.enable_x64(True):
     return float(
-      metrics.kernel_inception_distance(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64))
+      metrics.kernel_inception_distance(
+        jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64)
+      )
     )

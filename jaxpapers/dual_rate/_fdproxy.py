@@ -1,9 +1,11 @@
-"""The FD-proxy of a class-conditional image sampler, measured against a real-vs-real floor.
+"""The FD-proxy of a class-conditional image sampler, measured against a
+real-vs-real floor.
 
-:class:`FDProxy` bundles what scoring samples needs: the :class:`FeatureClassifier` trained on
-real images, the features of the FD reference and of the training images, the balanced labels
-to sample with, and the floor (the same distances between two sets of real images, so a score
-is read against what real data scores).
+:class:`FDProxy` bundles what scoring samples needs: the
+:class:`FeatureClassifier` trained on real images, the features of the FD
+reference and of the training images, the balanced labels to sample with, and
+the floor (the same distances between two sets of real images, so a score is
+read against what real data scores).
 """
 
 from __future__ import annotations
@@ -33,13 +35,16 @@ from jaxpapers.dual_rate._schedule import NoiseSchedule
 FD_REFERENCES = ("train", "heldout")
 
 
-def fd_splits(num_train: int, num_heldout: int, num_samples: int, reference: str) -> dict:
-  """The FD reference and the real images the floor compares with it (``FDProxy.build``'s splits).
+def fd_splits(
+  num_train: int, num_heldout: int, num_samples: int, reference: str
+) -> dict:
+  """The FD reference and the real images the floor compares with it
+  (``FDProxy.build``'s splits).
 
-  With ``'train'`` the whole train split is the reference and the floor compares the first N
-  held-out images (samples close to training images can score below that floor); with
-  ``'heldout'`` the first N held-out images are the reference and the floor compares the next N,
-  so a row and the floor are measured alike.
+  With ``'train'`` the whole train split is the reference and the floor compares
+  the first N held-out images (samples close to training images can score below
+  that floor); with ``'heldout'`` the first N held-out images are the reference
+  and the floor compares the next N, so a row and the floor are measured alike.
 
   Args:
     num_train: images in the train split (or the classifier's subset of it).
@@ -51,41 +56,46 @@ def fd_splits(num_train: int, num_heldout: int, num_samples: int, reference: str
     ``{"reference": (split, start, stop), "compared": (split, start, stop)}``.
 
   Raises:
-    ValueError: an unknown ``reference``, or a held-out split too small (N, or 2 N with a
-      held-out reference).
+    ValueError: an unknown ``reference``, or a held-out split too small (N, or 2
+      N with a held-out reference).
   """
   validate_choice(reference, name="fd_reference", allowed=FD_REFERENCES)
   need = 2 * num_samples if reference == "heldout" else num_samples
   if num_samples < 1 or num_heldout < need:
     raise ValueError(
-      f"fd_reference={reference!r} needs {need} held-out images for num_eval_samples="
-      f"{num_samples}, but the held-out split has {num_heldout}; raise num_test or lower "
-      "num_eval_samples"
+      f"fd_reference={reference!r} needs {need} held-out images for "
+      f"num_eval_samples={num_samples}, but the held-out split has "
+      f"{num_heldout}; raise num_test or lower num_eval_samples"
     )
   if reference == "heldout":
     return {
       "reference": ("heldout", 0, num_samples),
       "compared": ("heldout", num_samples, 2 * num_samples),
     }
-  return {"reference": ("train", 0, num_train), "compared": ("heldout", 0, num_samples)}
+  return {
+    "reference": ("train", 0, num_train),
+    "compared": ("heldout", 0, num_samples),
+  }
 
 
 @dataclasses.dataclass(frozen=True)
 class FDProxy:
   """Scores samples by FD-proxy, KID and class accuracy against real images.
 
-  Build it once per dataset (:meth:`build`) so that every sampler is scored against the same
-  classifier, reference and floor.
+  Build it once per dataset (:meth:`build`) so that every sampler is scored
+  against the same classifier, reference and floor.
 
   Attributes:
     classifier: the :class:`FeatureClassifier` trained on the real images.
     train_features: [n_train, F] features of the classifier's training images.
     reference_features: [n_ref, F] features of the FD reference.
-    floor: the real-vs-real floor: ``fd``, ``kid`` (reference against the compared real
-      images), ``classifier_test_accuracy``, ``reference``, ``splits``, ``n_reference``,
-      ``n_compared`` and, with a held-out reference, ``fd_train_reference`` (the compared images
-      against the training features).
-    labels: [N] int32 balanced class labels to sample with (``i % num_classes``).
+    floor: the real-vs-real floor: ``fd``, ``kid`` (reference against the
+      compared real images), ``classifier_test_accuracy``, ``reference``,
+      ``splits``, ``n_reference``, ``n_compared`` and, with a held-out
+      reference, ``fd_train_reference`` (the compared images against the
+      training features).
+    labels: [N] int32 balanced class labels to sample with
+      (``i % num_classes``).
     shape: (N, H, W, C), the shape of one sampling seed's batch of samples.
   """
 
@@ -109,15 +119,17 @@ class FDProxy:
     """Trains the classifier and measures the floor.
 
     Args:
-      data: ``train_images`` [n, H, W, C], ``train_labels`` [n], ``test_images`` [m, H, W, C]
-        (the held-out split), ``test_labels`` [m], and optionally ``subset_images`` /
-        ``subset_labels`` (a subset of the train split that replaces it here).
+      data: ``train_images`` [n, H, W, C], ``train_labels`` [n], ``test_images``
+        [m, H, W, C] (the held-out split), ``test_labels`` [m], and optionally
+        ``subset_images`` / ``subset_labels`` (a subset of the train split that
+        replaces it here).
       num_classes: the number of classes.
       classifier_steps: training steps of the classifier.
-      splits: ``{"reference": (split, start, stop), "compared": (split, start, stop)}``: the
-        images of the FD reference and the real images the floor compares with it, ``split``
-        being ``'train'`` (the subset, when given) or ``'heldout'``. The reference's split names
-        the reference; the compared range's length is N, the samples per sampling seed. E.g.
+      splits: ``{"reference": (split, start, stop), "compared": (split, start,
+        stop)}``: the images of the FD reference and the real images the floor
+        compares with it, ``split`` being ``'train'`` (the subset, when given)
+        or ``'heldout'``. The reference's split names the reference; the
+        compared range's length is N, the samples per sampling seed. E.g.
         ``{"reference": ("heldout", 0, N), "compared": ("heldout", N, 2 N)}``
         (:func:`fd_splits` builds them).
       seed: the classifier's seed.
@@ -126,20 +138,27 @@ class FDProxy:
       The :class:`FDProxy`.
 
     Raises:
-      ValueError: a split other than ``'train'`` or ``'heldout'``, or an empty range.
+      ValueError: a split other than ``'train'`` or ``'heldout'``, or an empty
+        range.
     """
-    xtr, xte, yte = data["train_images"], data["test_images"], data["test_labels"]
+    xtr, xte, yte = (
+      data["train_images"],
+      data["test_images"],
+      data["test_labels"],
+    )
     xsub = data.get("subset_images", xtr)
     ysub = data.get("subset_labels", data["train_labels"])
     real = {"train": xsub, "heldout": xte}
     for name, (split, start, stop) in splits.items():
       if split not in real or not 0 <= start < stop:
         raise ValueError(
-          f"splits[{name!r}] must be ('train' or 'heldout', start, stop > start), got "
-          f"{(split, start, stop)!r}"
+          f"splits[{name!r}] must be ('train' or 'heldout', start, "
+          f"stop > start), got {(split, start, stop)!r}"
         )
     pick = lambda split: real[split[0]][split[1] : split[2]]
-    clf = train_classifier(xsub, ysub, num_classes=num_classes, steps=classifier_steps, seed=seed)
+    clf = train_classifier(
+      xsub, ysub, num_classes=num_classes, steps=classifier_steps, seed=seed
+    )
     train_features = extract_features(clf, xsub)
     reference_features = extract_features(clf, pick(splits["reference"]))
     compared = extract_features(clf, pick(splits["compared"]))
@@ -169,11 +188,12 @@ class FDProxy:
     """FD-proxy, KID and class accuracy of one batch of samples.
 
     Args:
-      images: [N, H, W, C] samples in [-1, 1], generated with the labels :attr:`labels`.
+      images: [N, H, W, C] samples in [-1, 1], generated with the labels
+        :attr:`labels`.
 
     Returns:
-      ``{"fd", "kid", "class_acc"}`` against the reference (and ``"fd_train"``, the FD against
-      the training features, when the reference is held out).
+      ``{"fd", "kid", "class_acc"}`` against the reference (and ``"fd_train"``,
+      the FD against the training features, when the reference is held out).
     """
     f = extract_features(self.classifier, images)
     out = {
@@ -202,9 +222,10 @@ def measure_sampler(
 ) -> tuple[dict[str, Any], np.ndarray]:
   """One sampler setting measured once per sampling seed against ``proxy``.
 
-  Sampling seed ``s`` samples with the key ``jax.random.key(10_000 + s)`` and the proxy's
-  balanced labels; the samples are clipped to [-1, 1] and scored (:meth:`FDProxy.score`). The
-  call counts the sampler reports are checked against :func:`sampling_cost`.
+  Sampling seed ``s`` samples with the key ``jax.random.key(10_000 + s)`` and
+  the proxy's balanced labels; the samples are clipped to [-1, 1] and scored
+  (:meth:`FDProxy.score`). The call counts the sampler reports are checked
+  against :func:`sampling_cost`.
 
   Args:
     model: the network(s) to sample (:func:`sample`).
@@ -213,18 +234,21 @@ def measure_sampler(
     refresh: [N] bool refresh set.
     sampler: 'ddim', 'ancestral' or 'heun'.
     schedule: the noise schedule the model was trained with.
-    use_features: False samples a dual-rate model's denoiser with constant (zero) features.
+    use_features: False samples a dual-rate model's denoiser with
+      constant (zero) features.
     flops: per-call FLOPs (:func:`component_flops`) of the model.
     eval_seeds: the sampling seeds (at least one).
     grid_samples: how many of the first seed's samples to return.
-    time_repeats: timed sampling runs (median wall time, :func:`wall_time`); 0: not timed.
+    time_repeats: timed sampling runs (median wall time, :func:`wall_time`); 0:
+      not timed.
 
   Returns:
     ``(measured, grid)``: ``measured`` holds the call counts (``encoder_calls``,
-    ``denoiser_calls``, ...), ``mflops_per_sample``, ``fd_mean`` / ``fd_std`` / ``fd_ci95`` (over
-    sampling seeds; the CI None for one seed) and ``fd_seeds``, ``kid_mean`` / ``kid_std``,
-    ``class_acc``, ``wall_s`` (None when not timed) and, with a held-out reference,
-    ``fd_train_mean`` / ``fd_train_std``; ``grid`` [grid_samples, H, W, C] the first seed's first
+    ``denoiser_calls``, ...), ``mflops_per_sample``, ``fd_mean`` / ``fd_std`` /
+    ``fd_ci95`` (over sampling seeds; the CI None for one seed) and
+    ``fd_seeds``, ``kid_mean`` / ``kid_std``, ``class_acc``, ``wall_s`` (None
+    when not timed) and, with a held-out reference, ``fd_train_mean`` /
+    ``fd_train_std``; ``grid`` [grid_samples, H, W, C] the first seed's first
     samples.
 
   Raises:
@@ -242,7 +266,9 @@ def measure_sampler(
   )
   scores, grid, info = [], None, {}
   for s in eval_seeds:
-    x, info = sample(model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw)
+    x, info = sample(
+      model, jax.random.key(10_000 + s), proxy.shape, return_info=True, **kw
+    )
     x = np.clip(np.asarray(x), -1.0, 1.0)
     scores.append(proxy.score(x))
     grid = x[:grid_samples] if grid is None else grid
@@ -253,7 +279,8 @@ def measure_sampler(
   wall = None
   if time_repeats:
     wall = wall_time(
-      lambda: sample(model, jax.random.key(1), proxy.shape, **kw), repeats=time_repeats
+      lambda: sample(model, jax.random.key(1), proxy.shape, **kw),
+      repeats=time_repeats,
     )
   out = {
     **counts,
@@ -267,7 +294,8 @@ def measure_sampler(
     "class_acc": float(np.mean([s["class_acc"] for s in scores])),
     "wall_s": wall,
   }
-  if "fd_train" in scores[0]:  # beside the held-out FD: the FD against the train split
+  # beside the held-out FD: the FD against the train split
+  if "fd_train" in scores[0]:
     fds_train = [s["fd_train"] for s in scores]
     out["fd_train_mean"] = float(np.mean(fds_train))
     out["fd_train_std"] = float(np.std(fds_train))

@@ -1,9 +1,11 @@
-"""Fitting a network (or an MMD student) on images: the losses of a run and a resumable loop.
+"""Fitting a network (or an MMD student) on images: the losses of a run and a
+resumable loop.
 
-:func:`fit` trains one network with :func:`training_optimizer` and returns its EMA weights;
-its jitted step is memoised on (graph structure, loss object) (:func:`fit_step`), so networks
-of several training seeds with the same structure share one compiled program when the losses
-and optimizers are built once (:func:`make_losses`, one optimizer per setting).
+:func:`fit` trains one network with :func:`training_optimizer` and returns its
+EMA weights; its jitted step is memoised on (graph structure, loss object)
+(:func:`fit_step`), so networks of several training seeds with the same
+structure share one compiled program when the losses and optimizers are built
+once (:func:`make_losses`, one optimizer per setting).
 """
 
 from __future__ import annotations
@@ -35,30 +37,35 @@ from jaxpapers.dual_rate._training import (
 # ``loss_fn(model, x, cond, key, consts) -> (loss, metrics)``.
 LossFn = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
 
-# One optimizer object per setting: the optimizer is a static field of the train state, so a
-# fresh one per network would make the memoised step of `fit_step` recompile.
+# One optimizer object per setting: the optimizer is a static field of the train
+# state, so a fresh one per network would make the memoised step of `fit_step`
+# recompile.
 _optimizer = functools.cache(training_optimizer)
 
 
 @functools.cache
 def fit_step(graphdef: nnx.GraphDef, loss_fn: LossFn) -> Callable[..., Any]:
-  """The jitted training step ``step(state, batch, consts) -> (state, metrics)``, memoised.
+  """The jitted training step ``step(state, batch, consts) -> (state,
+  metrics)``, memoised.
 
-  ``consts`` (e.g. a frozen MMD teacher's nnx state) is an argument of the jitted step, not a
-  closure: closed-over arrays would be baked into the program as HLO constants, which breaks
-  compilation for a full-size teacher.
+  ``consts`` (e.g. a frozen MMD teacher's nnx state) is an argument of the
+  jitted step, not a closure: closed-over arrays would be baked into the program
+  as HLO constants, which breaks compilation for a full-size teacher.
 
   Args:
-    graphdef: the model's graph definition (equal for networks of the same structure).
+    graphdef: the model's graph definition (equal for networks of the same
+      structure).
     loss_fn: ``loss_fn(model, x, cond, key, consts) -> (loss, metrics)``.
 
   Returns:
-    the jitted step over a ``core.TrainState`` and a batch ``(x [B, H, W, C], cond [B] or
-    None, key)``.
+    the jitted step over a ``core.TrainState`` and a batch ``(x [B, H, W, C],
+    cond [B] or None, key)``.
   """
 
   if not callable(loss_fn):
-    raise TypeError(f"loss_fn must be callable (model, x, cond, key, consts), got {loss_fn!r}")
+    raise TypeError(
+      f"loss_fn must be callable (model, x, cond, key, consts), got {loss_fn!r}"
+    )
 
   @jax.jit
   def step_fn(state, batch, consts):
@@ -74,12 +81,15 @@ def fit_step(graphdef: nnx.GraphDef, loss_fn: LossFn) -> Callable[..., Any]:
 
 
 class _Prefetch:
-  """``fn(step)`` read ahead by ``depth`` steps on a background thread (0: no read-ahead); the
-  batch of a step depends on ``step`` only, so the result is the same with or without it."""
+  """``fn(step)`` read ahead by ``depth`` steps on a background thread (0: no
+  read-ahead); the batch of a step depends on ``step`` only, so the result is
+  the same with or without it."""
 
   def __init__(self, fn, depth: int = 0):
     self.fn, self.depth, self.futures = fn, int(depth), {}
-    self.pool = concurrent.futures.ThreadPoolExecutor(1) if self.depth > 0 else None
+    self.pool = (
+      concurrent.futures.ThreadPoolExecutor(1) if self.depth > 0 else None
+    )
 
   def __call__(self, step):
     if self.pool is None:
@@ -115,35 +125,39 @@ def fit(
   prefetch: int = 0,
   consts: Any = None,
 ) -> tuple[nnx.Module, list[dict[str, Any]], float]:
-  """Trains ``model`` on random batches of ``images`` and returns its EMA weights.
+  """Trains ``model`` on random batches of ``images`` and returns its EMA
+  weights.
 
-  Batch ``s`` draws indices from ``np.random.default_rng([seed, salt, s])`` and the loss key
-  ``fold_in(fold_in(key(seed), salt), s)``, with ``salt`` the sum of the code points of
-  ``name``: the run is deterministic and resumes from its checkpoints under
-  ``workdir/name``.
+  Batch ``s`` draws indices from ``np.random.default_rng([seed, salt, s])`` and
+  the loss key ``fold_in(fold_in(key(seed), salt), s)``, with ``salt`` the sum
+  of the code points of ``name``: the run is deterministic and resumes from its
+  checkpoints under ``workdir/name``.
 
   Args:
     model: the network (or ``MMDPair``) to train.
     loss_fn: ``loss_fn(model, x, cond, key, consts) -> (loss, metrics)``.
-    images: [N, H, W, C] float images in [-1, 1] (any array indexable by an index array).
+    images: [N, H, W, C] float images in [-1, 1] (any array indexable by an
+      index array).
     labels: [N] int class labels, indexable the same way.
     name: the training's name (checkpoint folder, progress label, batch salt).
     steps: training steps.
     learning_rate: the peak learning rate of :func:`training_optimizer`.
     warmup_steps: its warmup steps.
     ema_decay: its EMA decay (0: the EMA is the last parameters).
-    batch_size: examples per step (divisible by the devices when ``data_parallel``).
+    batch_size: examples per step (divisible by the devices when
+      ``data_parallel``).
     seed: the seed of batches and loss keys.
     workdir: checkpoints go under ``workdir/name``.
     checkpoint_every: steps between checkpoints (0: none).
-    data_parallel: shard the batch over every device, parameters (and ``consts``)
-      replicated.
+    data_parallel: shard the batch over every device, parameters (and
+      ``consts``) replicated.
     prefetch: host batches read ahead on a background thread (0: none).
-    consts: an extra argument of the jitted step (e.g. a frozen teacher's state).
+    consts: an extra argument of the jitted step (e.g. a frozen teacher's
+      state).
 
   Returns:
-    ``(EMA model, history, seconds)``: the model with its EMA weights, the loop's logged
-    metrics and the training's wall time.
+    ``(EMA model, history, seconds)``: the model with its EMA weights, the
+    loop's logged metrics and the training's wall time.
   """
   tx = _optimizer(learning_rate, steps, warmup_steps, ema_decay)
   state = core.TrainState.create(model, tx)
@@ -153,7 +167,9 @@ def fit(
     mesh = core.make_mesh(axis_type=jax.sharding.AxisType.Auto)
     n_dev = mesh.shape[mesh.axis_names[0]]
     if batch_size % n_dev:
-      raise ValueError(f"batch_size {batch_size} must be divisible by the {n_dev} devices")
+      raise ValueError(
+        f"batch_size {batch_size} must be divisible by the {n_dev} devices"
+      )
     state = core.replicate(state, mesh)
     consts = None if consts is None else core.replicate(consts, mesh)
   step_fn = functools.partial(fit_step(graphdef, loss_fn), consts=consts)
@@ -161,7 +177,9 @@ def fit(
   salt = sum(ord(ch) for ch in name)
 
   def host_batch(step):
-    idx = np.random.default_rng([seed, salt, step]).integers(0, images.shape[0], batch_size)
+    idx = np.random.default_rng([seed, salt, step]).integers(
+      0, images.shape[0], batch_size
+    )
     return images[idx], labels[idx]
 
   def batch_fn(step):
@@ -186,7 +204,11 @@ def fit(
   )
   prefetcher.close()
   seconds = time.perf_counter() - t0
-  return nnx.merge(graphdef, find_ema(state.opt_state), state.rest), history, seconds
+  return (
+    nnx.merge(graphdef, find_ema(state.opt_state), state.rest),
+    history,
+    seconds,
+  )
 
 
 def mmd_step_loss(
@@ -195,20 +217,24 @@ def mmd_step_loss(
   num_student_steps: int,
   refresh: np.ndarray | None,
 ) -> LossFn:
-  """The MMD loss for :func:`fit`, with the frozen teacher's state passed as ``consts``.
+  """The MMD loss for :func:`fit`, with the frozen teacher's state passed as
+  ``consts``.
 
   Args:
     teacher_graphdef: the teacher's graph definition.
     schedule: the noise schedule.
     num_student_steps: the student's sampling steps.
-    refresh: [num_student_steps] bool refresh set of a dual-rate student, or None.
+    refresh: [num_student_steps] bool refresh set of a dual-rate student, or
+      None.
 
   Returns:
     ``loss(pair, x, cond, key, teacher_state) -> (loss, metrics)`` (:func:`mmd_pair_loss`).
   """
 
   if int(num_student_steps) < 1:
-    raise ValueError(f"num_student_steps must be >= 1, got {num_student_steps!r}")
+    raise ValueError(
+      f"num_student_steps must be >= 1, got {num_student_steps!r}"
+    )
 
   def loss(pair, x, c, key, teacher_state):
     teacher = nnx.merge(teacher_graphdef, teacher_state)
@@ -236,7 +262,8 @@ def make_losses(
   coupling: str,
   rollout_frac: float,
 ) -> tuple[LossFn, Callable[..., LossFn]]:
-  """The training losses of a run: the baseline's and a memoised factory of the pair's.
+  """The training losses of a run: the baseline's and a memoised factory of the
+  pair's.
 
   Args:
     schedule: the noise schedule.
@@ -249,9 +276,10 @@ def make_losses(
 
   Returns:
     ``(base_loss, dual_loss_fn)``: ``base_loss(model, x, cond, key, consts)`` is
-    :func:`diffusion_loss`; ``dual_loss_fn(coupling=, max_staleness=, use_features=)``
-    returns the pair's :func:`dual_rate_loss` with those settings (the run's by default),
-    the same object for equal arguments, so the memoised :func:`fit_step` is reused.
+    :func:`diffusion_loss`; ``dual_loss_fn(coupling=, max_staleness=,
+    use_features=)`` returns the pair's :func:`dual_rate_loss` with those
+    settings (the run's by default), the same object for equal arguments, so the
+    memoised :func:`fit_step` is reused.
   """
 
   if coupling not in COUPLINGS:
@@ -262,7 +290,9 @@ def make_losses(
     return diffusion_loss(m, x, c, k, schedule=schedule, weighting=weighting)
 
   @functools.cache
-  def dual_loss_fn(coupling=coupling, max_staleness=max_staleness, use_features=True):
+  def dual_loss_fn(
+    coupling=coupling, max_staleness=max_staleness, use_features=True
+  ):
     def loss(m, x, c, k, consts):
       del consts
       return dual_rate_loss(

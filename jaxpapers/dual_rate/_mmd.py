@@ -1,4 +1,5 @@
-"""Moment Matching Distillation (MMD) and its combination with dual-rate sampling.
+"""Moment Matching Distillation (MMD) and its combination with dual-rate
+sampling.
 
 MMD (Salimans, Mensink, Heek, Hoogeboom; arXiv:2406.04103), alternating algorithm. A k-step
 student g_eta, initialised from the teacher, predicts x~ = g_eta(z_t, t) at a grid time t and
@@ -44,12 +45,14 @@ from jaxpapers.dual_rate._schedule import (
 
 
 def _x_hat(model, z, t, cond, schedule):
-  """Data prediction of a model used as an ordinary denoiser (dual-rate: fresh features)."""
+  """Data prediction of a model used as an ordinary denoiser (dual-rate: fresh
+  features)."""
   return output_to_x(model(z, t, cond), z, t, schedule, model.parametrization)
 
 
 def last_refresh_index(refresh: ArrayLike) -> np.ndarray:
-  """j[i] = max{r <= i : refresh[r]} for a bool refresh set with refresh[0] = True.
+  """j[i] = max{r <= i : refresh[r]} for a bool refresh set with refresh[0] =
+  True.
 
   Args:
     refresh: [k] bool refresh set with ``refresh[0] = True``.
@@ -82,7 +85,8 @@ def mmd_losses(
   Args:
     student: SingleNetwork or DualRateModel (the k-step generator).
     aux_denoiser: same type as the teacher; fitted to student samples.
-    teacher: the frozen many-step model (SingleNetwork, or DualRateModel used with fresh features).
+    teacher: the frozen many-step model (SingleNetwork, or DualRateModel used
+      with fresh features).
     x: [B, H, W, C] float data.
     cond: [B] int class labels, or None.
     key: typed PRNG key.
@@ -93,9 +97,11 @@ def mmd_losses(
     aux_weighting: 'v' | 'x' | 'eps' weight w(lambda_s) of the auxiliary denoiser's loss.
 
   Returns:
-    ``(student_loss, aux_loss, metrics)``: two float scalars and ``{'moment_gap': mean squared
-    gap between the auxiliary and the teacher's predictions}``. Gradients of ``student_loss`` reach only the student and
-    those of ``aux_loss`` only the auxiliary denoiser, so their sum can be differentiated jointly.
+    ``(student_loss, aux_loss, metrics)``: two float scalars and
+    ``{'moment_gap': mean squared gap between the auxiliary and the teacher's
+    predictions}``. Gradients of ``student_loss`` reach only the student and
+    those of ``aux_loss`` only the auxiliary denoiser, so their sum can be
+    differentiated jointly.
   """
   if x.ndim != 4:
     raise ValueError(f"x must be [B, H, W, C], got {x.shape}")
@@ -123,16 +129,23 @@ def mmd_losses(
     h = student.encode(z, t_j, cond)
     hs = jax.lax.stop_gradient(h)
 
-    def roll(m, z):  # step m of the rollout: from ts[j+m] to ts[j+m+1] where j + m < i
+    # step m of the rollout: from ts[j+m] to ts[j+m+1] where j + m < i
+    def roll(m, z):
       ta, tb = ts[j + m], ts[jnp.minimum(j + m + 1, k)]
-      out = student.denoise(z, ta, hs, t_j, cond, schedule.logsnr(ta) - schedule.logsnr(t_j))
+      out = student.denoise(
+        z, ta, hs, t_j, cond, schedule.logsnr(ta) - schedule.logsnr(t_j)
+      )
       x_t = output_to_x(out, z, ta, schedule, student.parametrization)
-      z_new = ancestral_step(z, x_t, ta, tb, schedule, jax.random.fold_in(k_roll, m))
+      z_new = ancestral_step(
+        z, x_t, ta, tb, schedule, jax.random.fold_in(k_roll, m)
+      )
       return jnp.where((j + m < i)[:, None, None, None], z_new, z)
 
     if max_gap > 0:
       z = jax.lax.stop_gradient(jax.lax.fori_loop(0, max_gap, roll, z))
-    out = student.denoise(z, t_i, h, t_j, cond, schedule.logsnr(t_i) - schedule.logsnr(t_j))
+    out = student.denoise(
+      z, t_i, h, t_j, cond, schedule.logsnr(t_i) - schedule.logsnr(t_j)
+    )
     x_tilde = output_to_x(out, z, t_i, schedule, student.parametrization)
     z_t = z
   elif isinstance(student, SingleNetwork):
@@ -140,42 +153,57 @@ def mmd_losses(
     x_tilde = _x_hat(student, z_t, t_i, cond, schedule)
   else:
     raise TypeError(
-      f"student must be a DualRateModel or SingleNetwork, got {type(student).__name__}"
+      "student must be a DualRateModel or SingleNetwork, "
+      f"got {type(student).__name__}"
     )
 
   s = jax.random.uniform(k_s, (b,)) * t_i
   mean, var = posterior(z_t, jax.lax.stop_gradient(x_tilde), t_i, s, schedule)
-  z_s = jax.lax.stop_gradient(mean + jnp.sqrt(var) * jax.random.normal(k_post, x.shape))
+  z_s = jax.lax.stop_gradient(
+    mean + jnp.sqrt(var) * jax.random.normal(k_post, x.shape)
+  )
   x_teacher = jax.lax.stop_gradient(_x_hat(teacher, z_s, s, cond, schedule))
   x_aux = _x_hat(aux_denoiser, z_s, s, cond, schedule)
   red = tuple(range(1, x.ndim))
   w_aux = loss_weight(schedule.logsnr(s), aux_weighting)
-  aux_loss = jnp.mean(w_aux * jnp.mean((jax.lax.stop_gradient(x_tilde) - x_aux) ** 2, axis=red))
-  student_loss = jnp.mean(jnp.sum(jax.lax.stop_gradient(x_aux - x_teacher) * x_tilde, axis=red))
+  aux_loss = jnp.mean(
+    w_aux * jnp.mean((jax.lax.stop_gradient(x_tilde) - x_aux) ** 2, axis=red)
+  )
+  student_loss = jnp.mean(
+    jnp.sum(jax.lax.stop_gradient(x_aux - x_teacher) * x_tilde, axis=red)
+  )
   metrics = {"moment_gap": jnp.mean((x_aux - x_teacher) ** 2)}
   return student_loss, aux_loss, metrics
 
 
 class MMDPair(nnx.Module):
-  """The two networks MMD trains together: the k-step student and the auxiliary denoiser.
+  """The two networks MMD trains together: the k-step student and the auxiliary
+  denoiser.
 
-  One module, so that one optimizer state and one checkpoint hold both and a single jitted step
-  updates both (:func:`mmd_pair_loss` is the sum of their losses, whose gradients do not mix).
+  One module, so that one optimizer state and one checkpoint hold both and a
+  single jitted step updates both (:func:`mmd_pair_loss` is the sum of their
+  losses, whose gradients do not mix).
 
   Args:
-    student: the k-step generator g_eta (a SingleNetwork or a DualRateModel), usually a copy of
-      the teacher.
-    aux: the auxiliary denoiser x_hat_phi (the teacher's type), usually a copy of the teacher.
+    student: the k-step generator g_eta (a SingleNetwork or a DualRateModel),
+      usually a copy of the teacher.
+    aux: the auxiliary denoiser x_hat_phi (the teacher's type), usually a copy
+      of the teacher.
 
   Raises:
     TypeError: a network is neither a SingleNetwork nor a DualRateModel.
   """
 
-  def __init__(self, student: DualRateModel | SingleNetwork, aux: DualRateModel | SingleNetwork):
+  def __init__(
+    self,
+    student: DualRateModel | SingleNetwork,
+    aux: DualRateModel | SingleNetwork,
+  ):
     for name, net in (("student", student), ("aux", aux)):
       if not isinstance(net, (DualRateModel, SingleNetwork)):
         raise TypeError(
-          f"{name} must be a DualRateModel or SingleNetwork, got {type(net).__name__}"
+          f"{name} must be a DualRateModel or SingleNetwork, "
+          f"got {type(net).__name__}"
         )
     self.student = student
     self.aux = aux
@@ -192,11 +220,13 @@ def mmd_pair_loss(
   num_student_steps: int = 4,
   refresh: ArrayLike | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
-  """The joint loss of one MMD step: L(eta) + L(phi) of :func:`mmd_losses`, to differentiate once.
+  """The joint loss of one MMD step: L(eta) + L(phi) of :func:`mmd_losses`, to
+  differentiate once.
 
-  Gradients of the sum reach the student only through L(eta) and the auxiliary denoiser only
-  through L(phi) (each loss stops the gradient into the other network), so one gradient step on
-  the sum is one step of each alternating update on the same batch.
+  Gradients of the sum reach the student only through L(eta) and the auxiliary
+  denoiser only through L(phi) (each loss stops the gradient into the other
+  network), so one gradient step on the sum is one step of each alternating
+  update on the same batch.
 
   Args:
     pair: the student and the auxiliary denoiser (:class:`MMDPair`).
@@ -206,11 +236,12 @@ def mmd_pair_loss(
     key: typed PRNG key.
     schedule: noise schedule shared by the three models.
     num_student_steps: k, the student's number of sampling steps.
-    refresh: [k] bool refresh pattern of a dual-rate student (default: every step).
+    refresh: [k] bool refresh pattern of a dual-rate student (default: every
+      step).
 
   Returns:
-    ``(loss, metrics)``: the float scalar L(eta) + L(phi), and ``{'student_loss',
-    'aux_loss', 'moment_gap'}`` float scalars.
+    ``(loss, metrics)``: the float scalar L(eta) + L(phi), and
+    ``{'student_loss', 'aux_loss', 'moment_gap'}`` float scalars.
   """
   student_loss, aux_loss, metrics = mmd_losses(
     pair.student,
@@ -223,4 +254,8 @@ def mmd_pair_loss(
     num_student_steps=num_student_steps,
     refresh=refresh,
   )
-  return student_loss + aux_loss, {"student_loss": student_loss, "aux_loss": aux_loss, **metrics}
+  return student_loss + aux_loss, {
+    "student_loss": student_loss,
+    "aux_loss": aux_loss,
+    **metrics,
+  }

@@ -1,8 +1,10 @@
-"""Refresh-set samplers (DDIM, ancestral, EDM-Heun) and exact cost accounting [reconstruction].
+"""Refresh-set samplers (DDIM, ancestral, EDM-Heun) and exact cost accounting
+[reconstruction].
 
-Sampler of spec §3.4: grid ``1 = t_0 > ... > t_N = 0``; the heavy encoder runs at the steps of
-the refresh set R (a bool array with R[0] = True), the light denoiser at every step and reads
-the cached features h together with the time tau at which they were computed:
+Sampler of spec §3.4: grid ``1 = t_0 > ... > t_N = 0``; the heavy encoder runs
+at the steps of the refresh set R (a bool array with R[0] = True), the light
+denoiser at every step and reads the cached features h together with the time
+tau at which they were computed:
 
     z ~ N(0, I)
     for i in 0..N-1:
@@ -11,13 +13,15 @@ the cached features h together with the time tau at which they were computed:
         z = DDIM / ancestral step from t_i to t_{i+1}
     return x_hat of the last step
 
-The loop is a ``lax.scan`` with carry (z, h, tau, x_hat, counters); the refresh set is a traced
-array, so one compilation serves every refresh schedule of a given (num_steps, shape, sampler).
-Call counters in the carry are incremented inside the branches that actually execute, so the
-returned counts are the exact numbers of network evaluations.
+The loop is a ``lax.scan`` with carry (z, h, tau, x_hat, counters); the refresh
+set is a traced array, so one compilation serves every refresh schedule of a
+given (num_steps, shape, sampler). Call counters in the carry are incremented
+inside the branches that actually execute, so the returned counts are the exact
+numbers of network evaluations.
 
-FLOPs: XLA's ``cost_analysis`` of a scan/cond program does not reflect how often a branch runs,
-so FLOPs are counted per component (one E call, one D call) and multiplied by the call counts.
+FLOPs: XLA's ``cost_analysis`` of a scan/cond program does not reflect how often
+a branch runs, so FLOPs are counted per component (one E call, one D call) and
+multiplied by the call counts.
 """
 
 from __future__ import annotations
@@ -50,11 +54,15 @@ SAMPLERS = ("ddim", "ancestral", "heun")
 REFRESH_KINDS = ("uniform", "front_loaded", "back_loaded")
 
 
-def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform") -> np.ndarray:
-  """Refresh set as a bool array [num_steps] with ceil(num_steps / interval) refreshes, R[0] = True.
+def refresh_schedule(
+  num_steps: int, *, interval: int = 4, kind: str = "uniform"
+) -> np.ndarray:
+  """Refresh set as a bool array [num_steps] with ceil(num_steps / interval)
+  refreshes, R[0] = True.
 
-  'uniform': i mod interval == 0. 'front_loaded': refreshes dense at high noise (positions
-  floor(N (j/m)^2)); 'back_loaded': dense at low noise (positions floor(N (1 - (1 - j/m)^2))).
+  'uniform': i mod interval == 0. 'front_loaded': refreshes dense at high noise
+  (positions floor(N (j/m)^2)); 'back_loaded': dense at low noise (positions
+  floor(N (1 - (1 - j/m)^2))).
 
   Args:
     num_steps: N, the number of sampler steps (an int >= 1).
@@ -62,8 +70,9 @@ def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform"
     kind: 'uniform', 'front_loaded' or 'back_loaded'.
 
   Returns:
-    [num_steps] bool NumPy array R with ``R[0] = True`` and ``ceil(N / interval)`` True entries
-    (fewer only when the grid has fewer steps than that).
+    [num_steps] bool NumPy array R with ``R[0] = True`` and
+    ``ceil(N / interval)`` True entries (fewer only when the grid has fewer
+    steps than that).
   """
   for name, v in (("num_steps", num_steps), ("interval", interval)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
@@ -76,7 +85,9 @@ def refresh_schedule(num_steps: int, *, interval: int = 4, kind: str = "uniform"
     return r
   m = math.ceil(num_steps / interval)
   u = np.arange(m) / m
-  pos = np.floor(num_steps * (u**2 if kind == "front_loaded" else 1 - (1 - u) ** 2)).astype(int)
+  pos = np.floor(
+    num_steps * (u**2 if kind == "front_loaded" else 1 - (1 - u) ** 2)
+  ).astype(int)
   for j in range(1, m):  # make strictly increasing, staying inside the grid
     pos[j] = max(pos[j], pos[j - 1] + 1)
   for j in range(m - 1, -1, -1):
@@ -89,7 +100,8 @@ def _check_refresh(refresh, num_steps):
   refresh = jnp.asarray(refresh)
   if refresh.shape != (num_steps,) or refresh.dtype != jnp.bool_:
     raise ValueError(
-      f"refresh must be a bool array of shape [{num_steps}], got {refresh.dtype}{refresh.shape}"
+      f"refresh must be a bool array of shape [{num_steps}], "
+      f"got {refresh.dtype}{refresh.shape}"
     )
   return refresh
 
@@ -104,7 +116,11 @@ def _model_fns(model, schedule):
     def den(z, t, h, tau, cond):
       dl = schedule.logsnr(t) - schedule.logsnr(tau)
       return output_to_x(
-        model.denoise(z, t, h, tau, cond, dl), z, t, schedule, model.parametrization
+        model.denoise(z, t, h, tau, cond, dl),
+        z,
+        t,
+        schedule,
+        model.parametrization,
       )
 
     return enc, den
@@ -112,10 +128,15 @@ def _model_fns(model, schedule):
 
     def den1(z, t, h, tau, cond):
       del h, tau
-      return output_to_x(model(z, t, cond), z, t, schedule, model.parametrization)
+      return output_to_x(
+        model(z, t, cond), z, t, schedule, model.parametrization
+      )
 
     return None, den1
-  raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
+  raise TypeError(
+    "model must be a DualRateModel or SingleNetwork, "
+    f"got {type(model).__name__}"
+  )
 
 
 def _run(
@@ -143,7 +164,8 @@ def _run(
     h0 = jnp.zeros(jax.eval_shape(enc, eps, bt(1.0), cond).shape, jnp.float32)
   else:
     h0 = jnp.zeros((b, 1, 1, 1), jnp.float32)
-  if not use_features:  # the no-feature control: h = 0 and tau = t at every step, no encoder
+  # the no-feature control: h = 0 and tau = t at every step, no encoder
+  if not use_features:
     enc, den0 = None, den
     den = lambda z, t, h, tau, cond: den0(z, t, h, t, cond)
   zero = jnp.zeros((), jnp.int32)
@@ -153,7 +175,9 @@ def _run(
       return h, tau, n_e
     encode = enc
     return jax.lax.cond(
-      refresh[i], lambda: (encode(z, bt(t), cond), t, n_e + 1), lambda: (h, tau, n_e)
+      refresh[i],
+      lambda: (encode(z, bt(t), cond), t, n_e + 1),
+      lambda: (h, tau, n_e),
     )
 
   if sampler in ("ddim", "ancestral"):
@@ -167,16 +191,30 @@ def _run(
       if sampler == "ddim":
         z = ddim_step(z, x_hat, t, s, schedule)
       else:
-        z = ancestral_step(z, x_hat, t, s, schedule, jax.random.fold_in(k_loop, i))
+        z = ancestral_step(
+          z, x_hat, t, s, schedule, jax.random.fold_in(k_loop, i)
+        )
       return (z, h, tau, x_hat, n_e, n_d + 1), None
 
-    init = (eps, h0, jnp.float32(1.0), jnp.zeros(shape, jnp.float32), zero, zero)
-    (_, _, _, x_hat, n_e, n_d), _ = jax.lax.scan(body, init, jnp.arange(num_steps))
+    init = (
+      eps,
+      h0,
+      jnp.float32(1.0),
+      jnp.zeros(shape, jnp.float32),
+      zero,
+      zero,
+    )
+    (_, _, _, x_hat, n_e, n_d), _ = jax.lax.scan(
+      body, init, jnp.arange(num_steps)
+    )
     return x_hat, {"encoder_calls": n_e, "denoiser_calls": n_d}
 
-  # EDM Heun (Karras et al. 2022, Alg. 1 with S_churn = 0) in x_edm = z / alpha coordinates:
-  # dx/dsigma = (x - D(x; sigma)) / sigma, D(x; sigma) = x_hat(z = alpha x, t(sigma)).
-  sig = karras_sigmas(num_steps, sigma_min=sigma_min, sigma_max=sigma_max, rho=rho)
+  # EDM Heun (Karras et al. 2022, Alg. 1 with S_churn = 0) in x_edm = z / alpha
+  # coordinates: dx/dsigma = (x - D(x; sigma)) / sigma, D(x; sigma) = x_hat(z =
+  # alpha x, t(sigma)).
+  sig = karras_sigmas(
+    num_steps, sigma_min=sigma_min, sigma_max=sigma_max, rho=rho
+  )
 
   def dfn(x, sg, h, tau):
     a = 1.0 / jnp.sqrt(1.0 + sg**2)
@@ -196,10 +234,19 @@ def _run(
       d2 = dfn(x_e, s_n, h, tau)
       return x + (s_n - s_i) * 0.5 * (d + (x_e - d2) / s_n), n_d + 2
 
-    x_new, n_d = jax.lax.cond(i < num_steps - 1, correct, lambda: (x_e, n_d + 1))
+    x_new, n_d = jax.lax.cond(
+      i < num_steps - 1, correct, lambda: (x_e, n_d + 1)
+    )
     return (x_new, h, tau, d1, n_e, n_d), None
 
-  init = (sigma_max * eps, h0, jnp.float32(1.0), jnp.zeros(shape, jnp.float32), zero, zero)
+  init = (
+    sigma_max * eps,
+    h0,
+    jnp.float32(1.0),
+    jnp.zeros(shape, jnp.float32),
+    zero,
+    zero,
+  )
   (x, _, _, _, n_e, n_d), _ = jax.lax.scan(hbody, init, jnp.arange(num_steps))
   return x, {"encoder_calls": n_e, "denoiser_calls": n_d}
 
@@ -241,72 +288,105 @@ def sample(
   """Draw samples with the dual-rate (or single-network) sampler.
 
   Args:
-    model: a DualRateModel (encoder on the refresh set, denoiser every step) or a SingleNetwork
-      (the network every step; ``refresh`` is ignored).
+    model: a DualRateModel (encoder on the refresh set, denoiser every step) or
+      a SingleNetwork (the network every step; ``refresh`` is ignored).
     key: a typed PRNG key.
     shape: static sample shape [B, H, W, C].
     num_steps: N, the number of sampler steps.
-    refresh: bool array [N] with refresh[0] True (default: every step). Traced, so changing it
-      does not recompile.
-    sampler: 'ddim' (eta = 0), 'ancestral' or 'heun' (EDM grid sigma_min..sigma_max, rho;
-      2N - 1 denoiser calls, both Heun evaluations use the cached h).
+    refresh: bool array [N] with refresh[0] True (default: every step). Traced,
+      so changing it does not recompile.
+    sampler: 'ddim' (eta = 0), 'ancestral' or 'heun' (EDM grid
+      sigma_min..sigma_max, rho; 2N - 1 denoiser calls, both Heun evaluations
+      use the cached h).
     schedule: the NoiseSchedule the model was trained with.
-    cond: optional int labels [B] in [0, num_classes) of a class-conditional model (None for
-      unconditional sampling).
+    cond: optional int labels [B] in [0, num_classes) of a class-conditional
+      model (None for unconditional sampling).
     sigma_min: smallest nonzero EDM noise level of the 'heun' grid.
     sigma_max: largest EDM noise level of the 'heun' grid.
     rho: warping exponent of the 'heun' grid.
-    return_info: also return exact call counts {'encoder_calls', 'denoiser_calls'}.
-    use_features: False samples a DualRateModel as the no-feature control (trained with
-      ``dual_rate_loss(..., use_features=False)``): the encoder is never called, the denoiser
-      reads h = 0 with tau = t, and ``refresh`` is ignored (cost: N * C_D).
+    return_info: also return exact call counts {'encoder_calls',
+      'denoiser_calls'}.
+    use_features: False samples a DualRateModel as the no-feature control
+      (trained with ``dual_rate_loss(..., use_features=False)``): the encoder is
+      never called, the denoiser reads h = 0 with tau = t, and ``refresh`` is
+      ignored (cost: N * C_D).
 
   Returns:
-    samples, a float32 [B, H, W, C] array (the x_hat of the last step); with ``return_info``
-    the pair ``(samples, counts)`` where ``counts`` maps 'encoder_calls' and 'denoiser_calls'
-    to int32 scalars.
+    samples, a float32 [B, H, W, C] array (the x_hat of the last step); with
+    ``return_info`` the pair ``(samples, counts)`` where ``counts`` maps
+    'encoder_calls' and 'denoiser_calls' to int32 scalars.
 
-  Bad values: a label outside [0, num_classes) raises ``ValueError`` when ``cond`` is concrete;
-  under an outer ``jax.jit`` the samples of the affected examples are NaN (wrap with
-  ``jax.experimental.checkify.checkify`` to get the error).
+  Bad values: a label outside [0, num_classes) raises ``ValueError`` when
+  ``cond`` is concrete; under an outer ``jax.jit`` the samples of the affected
+  examples are NaN (wrap with ``jax.experimental.checkify.checkify`` to get the
+  error).
   """
   if not isinstance(model, (DualRateModel, SingleNetwork)):
-    raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
+    raise TypeError(
+      "model must be a DualRateModel or SingleNetwork, "
+      f"got {type(model).__name__}"
+    )
   if not isinstance(schedule, NoiseSchedule):
-    raise TypeError(f"schedule must be a NoiseSchedule, got {type(schedule).__name__}")
+    raise TypeError(
+      f"schedule must be a NoiseSchedule, got {type(schedule).__name__}"
+    )
   if sampler not in SAMPLERS:
     raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
   if not isinstance(use_features, bool):
     raise TypeError(f"use_features must be a bool, got {use_features!r}")
-  if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+  if (
+    isinstance(num_steps, bool)
+    or not isinstance(num_steps, (int, np.integer))
+    or num_steps < 1
+  ):
     raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
   shape = tuple(shape)
-  if len(shape) != 4 or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in shape):
-    raise ValueError(f"shape must be [B, H, W, C] of positive ints, got {shape}")
+  if len(shape) != 4 or not all(
+    isinstance(v, (int, np.integer)) and v >= 1 for v in shape
+  ):
+    raise ValueError(
+      f"shape must be [B, H, W, C] of positive ints, got {shape}"
+    )
   shape = tuple(int(v) for v in shape)
   if sampler == "heun":
-    karras_sigmas(num_steps, sigma_min=sigma_min, sigma_max=sigma_max, rho=rho)  # checks the grid
+    # checks the grid
+    karras_sigmas(num_steps, sigma_min=sigma_min, sigma_max=sigma_max, rho=rho)
   if refresh is None:
     refresh = np.ones(num_steps, bool)
   refresh_ok = None
-  if isinstance(model, DualRateModel) and np.ndim(refresh) == 1 and np.shape(refresh)[0]:
+  if (
+    isinstance(model, DualRateModel)
+    and np.ndim(refresh) == 1
+    and np.shape(refresh)[0]
+  ):
     msg = "refresh[0] must be True: the first step needs the encoder's features"
     refresh_ok = val.debug_check_values(
-      np.asarray(refresh)[0] if val.is_concrete(refresh) else jnp.asarray(refresh)[0], msg
+      np.asarray(refresh)[0]
+      if val.is_concrete(refresh)
+      else jnp.asarray(refresh)[0],
+      msg,
     )
   refresh = _check_refresh(refresh, num_steps)
-  trunk = model.encoder.trunk if isinstance(model, DualRateModel) else model.trunk
+  trunk = (
+    model.encoder.trunk if isinstance(model, DualRateModel) else model.trunk
+  )
   nc = trunk.num_classes
   cond_ok = None
   if cond is not None:
     if nc == 0:
-      raise ValueError("cond was given but the model is unconditional (num_classes=0)")
+      raise ValueError(
+        "cond was given but the model is unconditional (num_classes=0)"
+      )
     if not isinstance(cond, (jax.Array, np.ndarray)):
       cond = np.asarray(cond)
     if not jnp.issubdtype(cond.dtype, jnp.integer):
-      raise TypeError(f"cond must be integer class labels, got dtype {cond.dtype}")
+      raise TypeError(
+        f"cond must be integer class labels, got dtype {cond.dtype}"
+      )
     if cond.shape != (shape[0],):
-      raise ValueError(f"cond must be int labels of shape [{shape[0]}], got {cond.shape}")
+      raise ValueError(
+        f"cond must be int labels of shape [{shape[0]}], got {cond.shape}"
+      )
     in_range = (cond >= 0) & (cond < nc)
     msg = f"cond must be class labels in [0, {nc}) (num_classes={nc})"
     if val.debug_check_values(in_range, msg) is not None:
@@ -332,9 +412,9 @@ def sample(
   return (x, info) if return_info else x
 
 
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # Cost accounting.
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 def xla_flops(fn: Callable[..., Any], *args: Any) -> float:
   """FLOPs of one call of ``fn(*args)`` from XLA's compiled cost analysis.
 
@@ -343,7 +423,8 @@ def xla_flops(fn: Callable[..., Any], *args: Any) -> float:
     *args: its arguments (arrays or pytrees of arrays).
 
   Returns:
-    the 'flops' entry of the compiled program's cost analysis (0.0 where XLA reports none).
+    the 'flops' entry of the compiled program's cost analysis (0.0 where XLA
+    reports none).
   """
   if not callable(fn):
     raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -366,18 +447,25 @@ def component_flops(
 
   Args:
     model: a DualRateModel or a SingleNetwork.
-    example_batch: [B, H, W, C] float images of the shape the model is called on.
+    example_batch: [B, H, W, C] float images of the shape the model is called
+      on.
     cond: [B] int class labels, or None.
     schedule: the noise schedule used to convert the output to x_hat.
 
   Returns:
-    ``{'encoder': C_E, 'denoiser': C_D}`` for a DualRateModel (the denoiser includes the x_hat
-    conversion) and ``{'network': C}`` for a SingleNetwork: FLOPs of one call on the batch.
+    ``{'encoder': C_E, 'denoiser': C_D}`` for a DualRateModel (the denoiser
+    includes the x_hat conversion) and ``{'network': C}`` for a SingleNetwork:
+    FLOPs of one call on the batch.
   """
   if not isinstance(model, (DualRateModel, SingleNetwork)):
-    raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
+    raise TypeError(
+      "model must be a DualRateModel or SingleNetwork, "
+      f"got {type(model).__name__}"
+    )
   if np.ndim(example_batch) != 4:
-    raise ValueError(f"example_batch must be [B, H, W, C], got shape {np.shape(example_batch)}")
+    raise ValueError(
+      f"example_batch must be [B, H, W, C], got shape {np.shape(example_batch)}"
+    )
   graphdef, state = nnx.split(model)
   z = jnp.asarray(example_batch, jnp.float32)
   t = jnp.full((z.shape[0],), 0.5, jnp.float32)
@@ -388,7 +476,9 @@ def component_flops(
       if name == "encoder":
         assert enc is not None, "only a dual-rate model has an encoder to time"
         return enc(z, t, cond)
-      h = enc(z, t, cond) if enc is not None else jnp.zeros((z.shape[0], 1, 1, 1))
+      h = (
+        enc(z, t, cond) if enc is not None else jnp.zeros((z.shape[0], 1, 1, 1))
+      )
       if name == "denoiser":
         h = jax.lax.stop_gradient(h)
       return den(z, t, h, t, cond)
@@ -403,18 +493,25 @@ def component_flops(
     def dfn(st, z, t, h, cond):
       d = nnx.merge(graphdef_d, st)
       dl = schedule.logsnr(t) - schedule.logsnr(t)
-      return output_to_x(d(z, t, h, t, cond, dl), z, t, schedule, model.parametrization)
+      return output_to_x(
+        d(z, t, h, t, cond, dl), z, t, schedule, model.parametrization
+      )
 
     return {"encoder": enc_f, "denoiser": xla_flops(dfn, st_d, z, t, h, cond)}
   if isinstance(model, SingleNetwork):
     return {"network": xla_flops(call("network"), state, z, t, cond)}
-  raise TypeError(f"model must be a DualRateModel or SingleNetwork, got {type(model).__name__}")
+  raise TypeError(
+    "model must be a DualRateModel or SingleNetwork, "
+    f"got {type(model).__name__}"
+  )
 
 
 def _host_refresh(refresh):
   r = np.asarray(refresh)
   if r.ndim != 1 or r.shape[0] < 1 or r.dtype != np.bool_:
-    raise ValueError(f"refresh must be a non-empty 1-D bool array [N], got {r.dtype}{r.shape}")
+    raise ValueError(
+      f"refresh must be a non-empty 1-D bool array [N], got {r.dtype}{r.shape}"
+    )
   return r
 
 
@@ -436,7 +533,10 @@ def call_counts(
   refresh = _host_refresh(refresh)
   n = refresh.shape[0]
   d = 2 * n - 1 if sampler == "heun" else n
-  return {"encoder_calls": 0 if single_network else int(refresh.sum()), "denoiser_calls": d}
+  return {
+    "encoder_calls": 0 if single_network else int(refresh.sum()),
+    "denoiser_calls": d,
+  }
 
 
 def sampling_cost(
@@ -452,19 +552,27 @@ def sampling_cost(
   Returns:
     the counts of :func:`call_counts` plus 'flops', the total as a float.
   """
-  if not isinstance(flops, dict) or set(flops) not in ({"network"}, {"encoder", "denoiser"}):
+  if not isinstance(flops, dict) or set(flops) not in (
+    {"network"},
+    {"encoder", "denoiser"},
+  ):
     raise ValueError(
-      "flops must be {'encoder': C_E, 'denoiser': C_D} or {'network': C} as from "
-      f"component_flops, got {flops!r}"
+      f"flops must be {{'encoder': C_E, 'denoiser': C_D}} or {{'network': "
+      f"C}} as from component_flops, got {flops!r}"
     )
   if any(not np.isfinite(v) or v < 0 for v in flops.values()):
-    raise ValueError(f"flops must be finite non-negative numbers, got {flops!r}")
+    raise ValueError(
+      f"flops must be finite non-negative numbers, got {flops!r}"
+    )
   single = "network" in flops
   c = call_counts(refresh, sampler=sampler, single_network=single)
   if single:
     total = c["denoiser_calls"] * flops["network"]
   else:
-    total = c["encoder_calls"] * flops["encoder"] + c["denoiser_calls"] * flops["denoiser"]
+    total = (
+      c["encoder_calls"] * flops["encoder"]
+      + c["denoiser_calls"] * flops["denoiser"]
+    )
   return {**c, "flops": float(total)}
 
 
@@ -480,13 +588,24 @@ def speedup(c_heavy: float, c_light: float, refresh: ArrayLike) -> float:
     the speed-up factor (>= 1).
   """
   refresh = _host_refresh(refresh)
-  if not (np.isfinite(c_heavy) and np.isfinite(c_light) and c_heavy >= 0 and c_light > 0):
-    raise ValueError(f"need finite costs c_heavy >= 0 and c_light > 0, got {c_heavy} and {c_light}")
-  return float((c_heavy + c_light) / (c_light + refresh.sum() * c_heavy / refresh.shape[0]))
+  if not (
+    np.isfinite(c_heavy)
+    and np.isfinite(c_light)
+    and c_heavy >= 0
+    and c_light > 0
+  ):
+    raise ValueError(
+      "need finite costs c_heavy >= 0 and c_light > 0, "
+      f"got {c_heavy} and {c_light}"
+    )
+  return float(
+    (c_heavy + c_light) / (c_light + refresh.sum() * c_heavy / refresh.shape[0])
+  )
 
 
 def wall_time(fn: Callable[..., Any], *args: Any, repeats: int = 5) -> float:
-  """Median wall time (s) of ``fn(*args)`` after one warm-up call, blocking on the result.
+  """Median wall time (s) of ``fn(*args)`` after one warm-up call, blocking on
+  the result.
 
   Args:
     fn: the function to time.

@@ -1,16 +1,17 @@
-"""Variance-preserving diffusion process: schedules, parametrisations and sampler steps.
+"""Variance-preserving diffusion process: schedules, parametrisations and
+sampler steps.
 
 Conventions (Dual-Rate Diffusion spec §3.1, following VDM / simple diffusion):
-time ``t`` in [0, 1] with ``t = 0`` data and ``t = 1`` noise;
-``z_t = alpha_t x + sigma_t eps`` with ``alpha_t^2 + sigma_t^2 = 1``; the schedule is given by
+time ``t`` in [0, 1] with ``t = 0`` data and ``t = 1`` noise; ``z_t = alpha_t
+x + sigma_t eps`` with ``alpha_t^2 + sigma_t^2 = 1``; the schedule is given by
 the log signal-to-noise ratio ``lambda_t = log(alpha_t^2 / sigma_t^2)`` so that
 ``alpha_t^2 = sigmoid(lambda_t)`` and ``sigma_t^2 = sigmoid(-lambda_t)``.
 
 References:
-  Kingma et al., Variational Diffusion Models, arXiv:2107.00630.
-  Hoogeboom et al., simple diffusion, arXiv:2301.11093.
-  Salimans & Ho, Progressive Distillation (v-prediction), arXiv:2202.00512.
-  Karras et al., Elucidating the Design Space of Diffusion Models (EDM), arXiv:2206.00364.
+  Kingma et al., Variational Diffusion Models, arXiv:2107.00630. Hoogeboom et
+  al., simple diffusion, arXiv:2301.11093. Salimans & Ho, Progressive
+  Distillation (v-prediction), arXiv:2202.00512. Karras et al., Elucidating the
+  Design Space of Diffusion Models (EDM), arXiv:2206.00364.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ class NoiseSchedule:
 
   ``kind='cosine'``: ``lambda_t = -2 log tan(pi t / 2) + shift``, clipped to
   ``[logsnr_min, logsnr_max]`` so that ``t = 0`` and ``t = 1`` are finite.
-  ``kind='linear'``: ``lambda_t = logsnr_max + t (logsnr_min - logsnr_max) + shift``, clipped.
-  ``shift`` is the simple-diffusion resolution shift, e.g. ``2 log(base / res)``.
+  ``kind='linear'``: ``lambda_t = logsnr_max + t (logsnr_min - logsnr_max) +
+  shift``, clipped. ``shift`` is the simple-diffusion resolution shift, e.g.
+  ``2 log(base / res)``.
 
-  :meth:`logsnr` clips its input to the schedule's range (it is an internal building block and
-  does not check t); the public functions that take a time (:func:`q_sample`,
-  :func:`posterior`, :func:`ddim_step`, :func:`ancestral_step`) check t in [0, 1] first.
+  :meth:`logsnr` clips its input to the schedule's range (it is an internal
+  building block and does not check t); the public functions that take a time
+  (:func:`q_sample`, :func:`posterior`, :func:`ddim_step`,
+  :func:`ancestral_step`) check t in [0, 1] first.
 
   Args:
     kind: 'cosine' or 'linear'.
@@ -50,7 +53,8 @@ class NoiseSchedule:
     shift: additive log-SNR shift.
 
   Raises:
-    ValueError: ``kind`` is not one of the two names, or ``logsnr_min >= logsnr_max``.
+    ValueError: ``kind`` is not one of the two names, or
+      ``logsnr_min >= logsnr_max``.
   """
 
   kind: str = "cosine"
@@ -62,38 +66,52 @@ class NoiseSchedule:
     if self.kind not in _KINDS:
       raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
     if not self.logsnr_min < self.logsnr_max:
-      raise ValueError(f"need logsnr_min < logsnr_max, got {self.logsnr_min} and {self.logsnr_max}")
+      raise ValueError(
+        f"need logsnr_min < logsnr_max, got {self.logsnr_min} and "
+        f"{self.logsnr_max}"
+      )
 
   def logsnr(self, t: ArrayLike) -> jax.Array:
     """lambda_t for t in [0, 1].
 
     Args:
-      t: times of any shape, float; values outside [0, 1] are clipped, not checked.
+      t: times of any shape, float; values outside [0, 1] are clipped, not
+        checked.
 
     Returns:
       float32 array of ``t``'s shape, in ``[logsnr_min, logsnr_max]``.
     """
     t = jnp.asarray(t, jnp.float32)
     if self.kind == "cosine":
-      # Clip t first so that the gradient is finite at both ends; equivalent to clipping lambda.
-      t_lo = (2 / math.pi) * math.atan(math.exp(-0.5 * (self.logsnr_max - self.shift)))
-      t_hi = (2 / math.pi) * math.atan(math.exp(-0.5 * (self.logsnr_min - self.shift)))
+      # Clip t first so that the gradient is finite at both ends; equivalent to
+      # clipping lambda.
+      t_lo = (2 / math.pi) * math.atan(
+        math.exp(-0.5 * (self.logsnr_max - self.shift))
+      )
+      t_hi = (2 / math.pi) * math.atan(
+        math.exp(-0.5 * (self.logsnr_min - self.shift))
+      )
       tc = jnp.clip(t, t_lo, t_hi)
       lam = -2.0 * jnp.log(jnp.tan(0.5 * math.pi * tc)) + self.shift
     else:
-      lam = self.logsnr_max + t * (self.logsnr_min - self.logsnr_max) + self.shift
+      lam = (
+        self.logsnr_max + t * (self.logsnr_min - self.logsnr_max) + self.shift
+      )
     return jnp.clip(lam, self.logsnr_min, self.logsnr_max)
 
   def t_from_logsnr(self, logsnr: ArrayLike) -> jax.Array:
     """Inverse of :meth:`logsnr` on the unclipped range.
 
     Args:
-      logsnr: log-SNR values of any shape; clipped to ``[logsnr_min, logsnr_max]`` first.
+      logsnr: log-SNR values of any shape; clipped to
+        ``[logsnr_min, logsnr_max]`` first.
 
     Returns:
       float32 array of times in [0, 1], of ``logsnr``'s shape.
     """
-    lam = jnp.clip(jnp.asarray(logsnr, jnp.float32), self.logsnr_min, self.logsnr_max)
+    lam = jnp.clip(
+      jnp.asarray(logsnr, jnp.float32), self.logsnr_min, self.logsnr_max
+    )
     lam = lam - self.shift
     if self.kind == "cosine":
       return (2 / math.pi) * jnp.arctan(jnp.exp(-0.5 * lam))
@@ -113,7 +131,8 @@ class NoiseSchedule:
 
 
 def _bcast(a, like):
-  """Reshape per-example [B] (or scalar) coefficients to broadcast against [B, ...]."""
+  """Reshape per-example [B] (or scalar) coefficients to broadcast against
+  [B, ...]."""
   a = jnp.asarray(a)
   if a.ndim == 0:
     return a
@@ -122,17 +141,30 @@ def _bcast(a, like):
 
 def _check_schedule(schedule):
   if not isinstance(schedule, NoiseSchedule):
-    raise TypeError(f"schedule must be a NoiseSchedule, got {type(schedule).__name__}")
+    raise TypeError(
+      f"schedule must be a NoiseSchedule, got {type(schedule).__name__}"
+    )
 
 
 def _check_time(t, like, name):
-  """``t`` scalar or ``[B]`` with ``B = like.shape[0]``; a float array (trace-time check)."""
+  """``t`` scalar or ``[B]`` with ``B = like.shape[0]``; a float array
+  (trace-time check)."""
   t = jnp.asarray(t)
-  if not (jnp.issubdtype(t.dtype, jnp.floating) or jnp.issubdtype(t.dtype, jnp.integer)):
-    raise TypeError(f"{name} must be a real time in [0, 1], got dtype {t.dtype}")
-  if not (t.ndim == 0 or (t.ndim == 1 and like.ndim >= 1 and t.shape[0] == like.shape[0])):
+  if not (
+    jnp.issubdtype(t.dtype, jnp.floating)
+    or jnp.issubdtype(t.dtype, jnp.integer)
+  ):
+    raise TypeError(
+      f"{name} must be a real time in [0, 1], got dtype {t.dtype}"
+    )
+  if not (
+    t.ndim == 0
+    or (t.ndim == 1 and like.ndim >= 1 and t.shape[0] == like.shape[0])
+  ):
     b = like.shape[0] if like.ndim else "?"
-    raise ValueError(f"{name} must be a scalar or shape [B] = [{b}], got shape {t.shape}")
+    raise ValueError(
+      f"{name} must be a scalar or shape [B] = [{b}], got shape {t.shape}"
+    )
   return t
 
 
@@ -142,13 +174,18 @@ def _times_ok(like, t, s=None):
   msg = "t must lie in [0, 1] (t = 0 data, t = 1 noise)"
   if s is not None:
     ok = ok & (s >= 0) & (s <= 1) & (s <= t)
-    msg = "t and s must lie in [0, 1] with s <= t (a step moves from noise toward data)"
+    msg = (
+      "t and s must lie in [0, 1] with s <= t (a step moves from noise toward "
+      "data)"
+    )
   if val.debug_check_values(ok, msg) is None:
     return None
   return _bcast(ok, like) if jnp.ndim(ok) else ok
 
 
-def q_sample(x: jax.Array, t: ArrayLike, noise: jax.Array, schedule: NoiseSchedule) -> jax.Array:
+def q_sample(
+  x: jax.Array, t: ArrayLike, noise: jax.Array, schedule: NoiseSchedule
+) -> jax.Array:
   """Forward process ``z_t = alpha_t x + sigma_t eps``.
 
   Args:
@@ -160,12 +197,17 @@ def q_sample(x: jax.Array, t: ArrayLike, noise: jax.Array, schedule: NoiseSchedu
   Returns:
     ``z_t``, a [B, ...] float array of ``x``'s shape.
 
-  Bad values: ``t`` outside [0, 1] raises ``ValueError`` eagerly; under ``jax.jit`` the
-  affected examples of ``z_t`` are NaN (``jax.experimental.checkify.checkify`` surfaces the
-  error). The schedule is never extrapolated or clamped silently.
+  Bad values: ``t`` outside [0, 1] raises ``ValueError`` eagerly; under
+  ``jax.jit`` the affected examples of ``z_t`` are NaN
+  (``jax.experimental.checkify.checkify`` surfaces the error). The schedule is
+  never extrapolated or clamped silently.
   """
   _check_schedule(schedule)
-  if not hasattr(x, "shape") or not hasattr(noise, "shape") or x.shape != noise.shape:
+  if (
+    not hasattr(x, "shape")
+    or not hasattr(noise, "shape")
+    or x.shape != noise.shape
+  ):
     raise ValueError(
       f"x and noise must have the same shape, got {getattr(x, 'shape', x)} and "
       f"{getattr(noise, 'shape', noise)}"
@@ -176,14 +218,14 @@ def q_sample(x: jax.Array, t: ArrayLike, noise: jax.Array, schedule: NoiseSchedu
   return val.poison_floats(_bcast(a, x) * x + _bcast(s, x) * noise, ok)
 
 
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # Parametrisations. v = alpha eps - sigma x (Salimans & Ho 2022).
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 def _check_same(a, b, na, nb):
   if not hasattr(a, "shape") or not hasattr(b, "shape") or a.shape != b.shape:
     raise ValueError(
-      f"{na} and {nb} must have the same shape, got {getattr(a, 'shape', type(a))} "
-      f"and {getattr(b, 'shape', type(b))}"
+      f"{na} and {nb} must have the same shape, got "
+      f"{getattr(a, 'shape', type(a))} and {getattr(b, 'shape', type(b))}"
     )
 
 
@@ -191,11 +233,14 @@ def _check_coef(c, like, name):
   c = jnp.asarray(c)
   if not (c.ndim == 0 or (c.ndim == 1 and c.shape[0] == like.shape[0])):
     raise ValueError(
-      f"{name} must be a scalar or shape [B] = [{like.shape[0]}], got shape {c.shape}"
+      f"{name} must be a scalar or shape [B] = [{like.shape[0]}], "
+      f"got shape {c.shape}"
     )
 
 
-def v_from_x_eps(x: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+def v_from_x_eps(
+  x: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike
+) -> jax.Array:
   """v = alpha eps - sigma x.
 
   Args:
@@ -213,7 +258,9 @@ def v_from_x_eps(x: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLik
   return _bcast(alpha, x) * eps - _bcast(sigma, x) * x
 
 
-def x_from_v(z: jax.Array, v: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+def x_from_v(
+  z: jax.Array, v: jax.Array, alpha: ArrayLike, sigma: ArrayLike
+) -> jax.Array:
   """x = alpha z - sigma v (inverse of v given z = alpha x + sigma eps).
 
   Args:
@@ -231,8 +278,11 @@ def x_from_v(z: jax.Array, v: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> 
   return _bcast(alpha, z) * z - _bcast(sigma, z) * v
 
 
-def eps_from_x(z: jax.Array, x: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
-  """eps = (z - alpha x) / sigma (sigma = 0 gives inf: eps is undefined at the data end).
+def eps_from_x(
+  z: jax.Array, x: jax.Array, alpha: ArrayLike, sigma: ArrayLike
+) -> jax.Array:
+  """eps = (z - alpha x) / sigma (sigma = 0 gives inf: eps is undefined at the
+  data end).
 
   Args:
     z: [B, ...] float array, the noisy input.
@@ -249,7 +299,9 @@ def eps_from_x(z: jax.Array, x: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -
   return (z - _bcast(alpha, z) * x) / _bcast(sigma, z)
 
 
-def x_from_eps(z: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike) -> jax.Array:
+def x_from_eps(
+  z: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike
+) -> jax.Array:
   """x = (z - sigma eps) / alpha (alpha = 0 gives inf).
 
   Args:
@@ -268,22 +320,32 @@ def x_from_eps(z: jax.Array, eps: jax.Array, alpha: ArrayLike, sigma: ArrayLike)
 
 
 def output_to_x(
-  output: jax.Array, z: jax.Array, t: ArrayLike, schedule: NoiseSchedule, parametrization: str
+  output: jax.Array,
+  z: jax.Array,
+  t: ArrayLike,
+  schedule: NoiseSchedule,
+  parametrization: str,
 ) -> jax.Array:
-  """Convert a network output in the given parametrisation into the data prediction x_hat.
+  """Convert a network output in the given parametrisation into the data
+  prediction x_hat.
 
   Args:
     output: [B, ...] float array, the network output.
-    z: [B, ...] float array of ``output``'s shape, the noisy input the network saw.
+    z: [B, ...] float array of ``output``'s shape, the noisy input the network
+      saw.
     t: scalar or [B] times of ``z``.
     schedule: the noise schedule.
     parametrization: what ``output`` predicts: 'x', 'v' or 'eps'.
 
   Returns:
-    ``x_hat``, a [B, ...] float array of ``z``'s shape (``output`` itself for 'x').
+    ``x_hat``, a [B, ...] float array of ``z``'s shape (``output`` itself for
+    'x').
   """
   if parametrization not in PARAMETRIZATIONS:
-    raise ValueError(f"parametrization must be one of {PARAMETRIZATIONS}, got {parametrization!r}")
+    raise ValueError(
+      f"parametrization must be one of {PARAMETRIZATIONS}, "
+      f"got {parametrization!r}"
+    )
   _check_schedule(schedule)
   _check_same(output, z, "output", "z")
   t = _check_time(t, z, "t")
@@ -309,7 +371,9 @@ def loss_weight(logsnr: ArrayLike, weighting: str) -> jax.Array:
     float array of ``logsnr``'s shape, the weights w(lambda).
   """
   if weighting not in WEIGHTINGS:
-    raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    raise ValueError(
+      f"weighting must be one of {WEIGHTINGS}, got {weighting!r}"
+    )
   logsnr = jnp.asarray(logsnr)
   if weighting == "x":
     return jnp.ones_like(logsnr)
@@ -318,11 +382,15 @@ def loss_weight(logsnr: ArrayLike, weighting: str) -> jax.Array:
   return 1.0 + jnp.exp(logsnr)
 
 
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # Posterior and sampler steps.
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 def posterior(
-  z_t: jax.Array, x_hat: jax.Array, t: ArrayLike, s: ArrayLike, schedule: NoiseSchedule
+  z_t: jax.Array,
+  x_hat: jax.Array,
+  t: ArrayLike,
+  s: ArrayLike,
+  schedule: NoiseSchedule,
 ) -> tuple[jax.Array, jax.Array]:
   """q(z_s | z_t, x = x_hat) for s < t.
 
@@ -338,11 +406,13 @@ def posterior(
     schedule: the noise schedule.
 
   Returns:
-    ``(mean, var)``: ``mean`` a [B, ...] float array of ``z_t``'s shape; ``var`` the variance,
-    broadcastable to ``z_t`` (a scalar, or [B, 1, ...] when ``t`` or ``s`` is [B]).
+    ``(mean, var)``: ``mean`` a [B, ...] float array of ``z_t``'s shape; ``var``
+    the variance, broadcastable to ``z_t`` (a scalar, or [B, 1, ...] when ``t``
+    or ``s`` is [B]).
 
-  Bad values: t, s outside [0, 1] or s > t raise ``ValueError`` eagerly; under ``jax.jit`` the
-  affected examples of mean and var are NaN (``checkify.checkify`` surfaces the error).
+  Bad values: t, s outside [0, 1] or s > t raise ``ValueError`` eagerly; under
+  ``jax.jit`` the affected examples of mean and var are NaN
+  (``checkify.checkify`` surfaces the error).
   """
   _check_schedule(schedule)
   _check_same(z_t, x_hat, "z_t", "x_hat")
@@ -366,14 +436,18 @@ def posterior(
 
 
 def ddim_step(
-  z: jax.Array, x_hat: jax.Array, t: ArrayLike, s: ArrayLike, schedule: NoiseSchedule
+  z: jax.Array,
+  x_hat: jax.Array,
+  t: ArrayLike,
+  s: ArrayLike,
+  schedule: NoiseSchedule,
 ) -> jax.Array:
   """Deterministic DDIM (eta = 0) step: eps_hat = (z - alpha_t x_hat)/sigma_t,
   z_s = alpha_s x_hat + sigma_s eps_hat (Song et al. 2020, arXiv:2010.02502).
 
-  Bad values: t, s outside [0, 1] or s > t (a step toward noise) raise ``ValueError`` eagerly;
-  under ``jax.jit`` the affected examples are NaN (``jax.experimental.checkify.checkify``
-  surfaces the error).
+  Bad values: t, s outside [0, 1] or s > t (a step toward noise) raise
+  ``ValueError`` eagerly; under ``jax.jit`` the affected examples are NaN
+  (``jax.experimental.checkify.checkify`` surfaces the error).
 
   Args:
     z: [B, ...] float array, the sample at time ``t``.
@@ -392,7 +466,9 @@ def ddim_step(
   a_t, s_t = schedule.alpha_sigma(t)
   a_s, s_s = schedule.alpha_sigma(s)
   eps_hat = eps_from_x(z, x_hat, a_t, s_t)
-  return val.poison_floats(_bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat, ok)
+  return val.poison_floats(
+    _bcast(a_s, z) * x_hat + _bcast(s_s, z) * eps_hat, ok
+  )
 
 
 def ancestral_step(
@@ -405,7 +481,8 @@ def ancestral_step(
 ) -> jax.Array:
   """Ancestral step z_s ~ q(z_s | z_t, x = x_hat) = mean + sqrt(var) xi.
 
-  Bad values as in :func:`posterior` (NaN under ``jax.jit``, ``ValueError`` eagerly).
+  Bad values as in :func:`posterior` (NaN under ``jax.jit``, ``ValueError``
+  eagerly).
 
   Args:
     z: [B, ...] float array, the sample at time ``t``.
@@ -423,18 +500,22 @@ def ancestral_step(
   return mean + jnp.sqrt(var) * xi
 
 
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # EDM (Karras et al. 2022) in VP coordinates: sigma_edm = sigma/alpha = exp(-lambda/2),
 # x_edm = z / alpha.
-# ----------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 def karras_sigmas(
-  num_steps: int, *, sigma_min: float = 0.002, sigma_max: float = 80.0, rho: float = 7.0
+  num_steps: int,
+  *,
+  sigma_min: float = 0.002,
+  sigma_max: float = 80.0,
+  rho: float = 7.0,
 ) -> jax.Array:
-  """EDM grid sigma_i = (s_max^{1/rho} + i/(N-1) (s_min^{1/rho} - s_max^{1/rho}))^rho, i < N,
-  followed by sigma_N = 0.
+  """EDM grid sigma_i = (s_max^{1/rho} + i/(N-1) (s_min^{1/rho} -
+  s_max^{1/rho}))^rho, i < N, followed by sigma_N = 0.
 
-  Static arguments, checked always: num_steps an int >= 1, 0 < sigma_min < sigma_max (finite),
-  rho > 0.
+  Static arguments, checked always: num_steps an int >= 1, 0 < sigma_min <
+  sigma_max (finite), rho > 0.
 
   Args:
     num_steps: number of sampler steps N >= 1.
@@ -443,28 +524,46 @@ def karras_sigmas(
     rho: the grid's warping exponent (7 in EDM).
 
   Returns:
-    [num_steps + 1] float32 array, decreasing from ``sigma_max`` to ``sigma_min``, then 0.
+    [num_steps + 1] float32 array, decreasing from ``sigma_max`` to
+    ``sigma_min``, then 0.
   """
-  if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+  if (
+    isinstance(num_steps, bool)
+    or not isinstance(num_steps, (int, np.integer))
+    or num_steps < 1
+  ):
     raise ValueError(f"num_steps must be an int >= 1, got {num_steps!r}")
-  for name, v in (("sigma_min", sigma_min), ("sigma_max", sigma_max), ("rho", rho)):
-    if not isinstance(v, (int, float, np.floating, np.integer)) or not math.isfinite(v) or v <= 0:
+  for name, v in (
+    ("sigma_min", sigma_min),
+    ("sigma_max", sigma_max),
+    ("rho", rho),
+  ):
+    if (
+      not isinstance(v, (int, float, np.floating, np.integer))
+      or not math.isfinite(v)
+      or v <= 0
+    ):
       raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
   if not sigma_min < sigma_max:
-    raise ValueError(f"need sigma_min < sigma_max, got {sigma_min} and {sigma_max}")
+    raise ValueError(
+      f"need sigma_min < sigma_max, got {sigma_min} and {sigma_max}"
+    )
   i = jnp.arange(num_steps, dtype=jnp.float32)
   denom = max(num_steps - 1, 1)
   sig = (
-    sigma_max ** (1 / rho) + i / denom * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))
+    sigma_max ** (1 / rho)
+    + i / denom * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))
   ) ** rho
   return jnp.concatenate([sig, jnp.zeros((1,), jnp.float32)])
 
 
 def edm_sigma_to_t(sigma_edm: ArrayLike, schedule: NoiseSchedule) -> jax.Array:
-  """Time t whose VP schedule has sigma_t/alpha_t = sigma_edm, i.e. lambda = -2 log sigma_edm.
+  """Time t whose VP schedule has sigma_t/alpha_t = sigma_edm, i.e. lambda = -2
+  log sigma_edm.
 
-  sigma_edm = 0 maps to the data end (the clipped t). A negative or NaN sigma raises
-  ``ValueError`` eagerly and gives NaN under ``jax.jit`` (``checkify.checkify`` surfaces it).
+  sigma_edm = 0 maps to the data end (the clipped t). A negative or NaN sigma
+  raises ``ValueError`` eagerly and gives NaN under ``jax.jit``
+  (``checkify.checkify`` surfaces it).
 
   Args:
     sigma_edm: EDM noise levels >= 0, any shape.
@@ -475,7 +574,9 @@ def edm_sigma_to_t(sigma_edm: ArrayLike, schedule: NoiseSchedule) -> jax.Array:
   """
   _check_schedule(schedule)
   sigma_edm = jnp.asarray(sigma_edm)
-  ok = val.debug_check_values(sigma_edm >= 0, "sigma_edm must be >= 0 (an EDM noise level)")
+  ok = val.debug_check_values(
+    sigma_edm >= 0, "sigma_edm must be >= 0 (an EDM noise level)"
+  )
   t = schedule.t_from_logsnr(-2.0 * jnp.log(sigma_edm))
   return t if ok is None else jnp.where(sigma_edm >= 0, t, jnp.nan)
 
@@ -485,12 +586,14 @@ def edm_preconditioning(
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
   """EDM preconditioning (Karras et al. 2022, Table 1), ported by hand.
 
-  c_skip = s_d^2/(s^2+s_d^2), c_out = s s_d/sqrt(s^2+s_d^2), c_in = 1/sqrt(s^2+s_d^2),
-  c_noise = log(s)/4. With sigma_data = 1 and sigma = sigma_t/alpha_t this is exactly the
-  v-parametrisation: D(x_edm) = alpha z - sigma v_hat with F = -v_hat and c_in x_edm = z.
+  c_skip = s_d^2/(s^2+s_d^2), c_out = s s_d/sqrt(s^2+s_d^2), c_in =
+  1/sqrt(s^2+s_d^2), c_noise = log(s)/4. With sigma_data = 1 and sigma =
+  sigma_t/alpha_t this is exactly the v-parametrisation: D(x_edm) = alpha z -
+  sigma v_hat with F = -v_hat and c_in x_edm = z.
 
-  sigma must be > 0 and sigma_data a number > 0: a bad sigma raises ``ValueError`` eagerly and
-  gives NaN coefficients under ``jax.jit`` (``checkify.checkify`` surfaces the error).
+  sigma must be > 0 and sigma_data a number > 0: a bad sigma raises
+  ``ValueError`` eagerly and gives NaN coefficients under ``jax.jit``
+  (``checkify.checkify`` surfaces the error).
 
   Args:
     sigma: EDM noise levels > 0, any shape.
@@ -499,10 +602,20 @@ def edm_preconditioning(
   Returns:
     ``(c_skip, c_out, c_in, c_noise)``, four float arrays of ``sigma``'s shape.
   """
-  if not isinstance(sigma_data, (int, float, np.floating)) or not sigma_data > 0:
+  if (
+    not isinstance(sigma_data, (int, float, np.floating)) or not sigma_data > 0
+  ):
     raise ValueError(f"sigma_data must be a number > 0, got {sigma_data!r}")
   sigma = jnp.asarray(sigma)
-  if val.debug_check_values(sigma > 0, "sigma must be > 0 (an EDM noise level)") is not None:
+  if (
+    val.debug_check_values(sigma > 0, "sigma must be > 0 (an EDM noise level)")
+    is not None
+  ):
     sigma = jnp.where(sigma > 0, sigma, jnp.nan)
   r = jnp.sqrt(sigma**2 + sigma_data**2)
-  return sigma_data**2 / r**2, sigma * sigma_data / r, 1.0 / r, 0.25 * jnp.log(sigma)
+  return (
+    sigma_data**2 / r**2,
+    sigma * sigma_data / r,
+    1.0 / r,
+    0.25 * jnp.log(sigma),
+  )

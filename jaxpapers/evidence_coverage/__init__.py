@@ -1,13 +1,16 @@
-"""Retrieval-augmented ICL budget under distribution shift: effective evidence coverage.
+"""Retrieval-augmented ICL budget under distribution shift: effective evidence
+coverage.
 
-A diagnostic for choosing the retrieval budget top-k: a shifted local linear-ICL generator,
-dense top-k retrieval evaluated as nested prefixes, finite readers (one-step GD with a fixed
-or a line-search step, ridge, prior), recall / purity curves, the effective-coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
-budget boundary k*, oracle / shuffled / random context controls, the regime rule, a
-calibrated similarity-threshold controller, the host-side summaries of one sweep (the
-accuracy peak, the cluster-size budget, the recall-accuracy decoupling indicator) and the whole
-diagnosis of one episode (:func:`diagnose_budget`). The paper's equations are not public; every
-formula here is a documented reconstruction (see each module's docstring).
+A diagnostic for choosing the retrieval budget top-k: a shifted local linear-ICL
+generator, dense top-k retrieval evaluated as nested prefixes, finite readers
+(one-step GD with a fixed or a line-search step, ridge, prior), recall / purity
+curves, the effective-coverage margin ``Delta(k) = C_eff(k) - A(k)`` and its
+budget boundary k*, oracle / shuffled / random context controls, the regime
+rule, a calibrated similarity-threshold controller, the host-side summaries of
+one sweep (the accuracy peak, the cluster-size budget, the recall-accuracy
+decoupling indicator) and the whole diagnosis of one episode
+(:func:`diagnose_budget`). The paper's equations are not public; every formula
+here is a documented reconstruction (see each module's docstring).
 """
 
 from jaxpapers.evidence_coverage._budget import (
@@ -27,8 +30,15 @@ from jaxpapers.evidence_coverage._controls import (
   shuffled_context,
   threshold_controller,
 )
-from jaxpapers.evidence_coverage._coverage import budget_boundary, effective_coverage
-from jaxpapers.evidence_coverage._data import ICLData, ShiftConfig, make_shifted_linear_icl
+from jaxpapers.evidence_coverage._coverage import (
+  budget_boundary,
+  effective_coverage,
+)
+from jaxpapers.evidence_coverage._data import (
+  ICLData,
+  ShiftConfig,
+  make_shifted_linear_icl,
+)
 from jaxpapers.evidence_coverage._diagnose import diagnose_budget
 from jaxpapers.evidence_coverage._readers import (
   GDReader,
@@ -40,8 +50,16 @@ from jaxpapers.evidence_coverage._readers import (
   prior_reader,
   ridge_reader,
 )
-from jaxpapers.evidence_coverage._retrieval import dense_topk, purity_curve, recall_curve
-from jaxpapers.evidence_coverage._sweep import answer_metrics, k_sweep, predict_at_budget
+from jaxpapers.evidence_coverage._retrieval import (
+  dense_topk,
+  purity_curve,
+  recall_curve,
+)
+from jaxpapers.evidence_coverage._sweep import (
+  answer_metrics,
+  k_sweep,
+  predict_at_budget,
+)
 
 __all__ = [
   "REGIMES",

@@ -1,4 +1,5 @@
-"""Controls (oracle, shuffled, random context), the regime rule and the threshold controller."""
+"""Controls (oracle, shuffled, random context), the regime rule and the
+threshold controller."""
 
 from __future__ import annotations
 
@@ -14,21 +15,37 @@ from jaxpapers.core import validation as V
 from jaxpapers.evidence_coverage._data import ICLData, check_data
 from jaxpapers.evidence_coverage._retrieval import check_idx, check_ks
 
-REGIMES = ("interference-limited", "coverage-limited", "saturation-limited", "unclassified")
+REGIMES = (
+  "interference-limited",
+  "coverage-limited",
+  "saturation-limited",
+  "unclassified",
+)
 
 
 def _check_key(key, name="key"):
-  if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
-    raise TypeError(f"{name} must be a typed PRNG key from jax.random.key(seed)")
+  if not (
+    isinstance(key, jax.Array)
+    and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  ):
+    raise TypeError(
+      f"{name} must be a typed PRNG key from jax.random.key(seed)"
+    )
   if key.shape != ():
-    raise ValueError(f"{name} must be a single key (shape ()), got shape {key.shape}")
+    raise ValueError(
+      f"{name} must be a single key (shape ()), got shape {key.shape}"
+    )
   return key
 
 
 @functools.partial(jax.jit, static_argnames=("k_max",))
 def _oracle(q_feat, pool_feat, pool_task, q_task, k_max):
-  qn = q_feat / jnp.maximum(jnp.linalg.norm(q_feat, axis=-1, keepdims=True), 1e-30)
-  pn = pool_feat / jnp.maximum(jnp.linalg.norm(pool_feat, axis=-1, keepdims=True), 1e-30)
+  qn = q_feat / jnp.maximum(
+    jnp.linalg.norm(q_feat, axis=-1, keepdims=True), 1e-30
+  )
+  pn = pool_feat / jnp.maximum(
+    jnp.linalg.norm(pool_feat, axis=-1, keepdims=True), 1e-30
+  )
   rel = pool_task[None, :] == q_task[:, None]
   s = jnp.where(rel, qn @ pn.T, -jnp.inf)
   sims, idx = jax.lax.top_k(s, k_max)
@@ -47,12 +64,20 @@ def oracle_context(
     k_max: largest budget (static).
 
   Returns:
-    ``(idx int32 [Q, k_max], valid bool [Q, k_max])``; ``valid`` is False past ``|Rel(q)|``
-    (pass it to :func:`k_sweep` so that those slots are never shown to the reader).
+    ``(idx int32 [Q, k_max], valid bool [Q, k_max])``; ``valid`` is False past
+    ``|Rel(q)|`` (pass it to :func:`k_sweep` so that those slots are never shown
+    to the reader).
   """
   data = check_data(data)
-  q = V.check_array(q_feat, "q_feat", shape=(data.q_x.shape[0], None), dtype="float")
-  p = V.check_array(pool_feat, "pool_feat", shape=(data.pool_x.shape[0], q.shape[1]), dtype="float")
+  q = V.check_array(
+    q_feat, "q_feat", shape=(data.q_x.shape[0], None), dtype=("float")
+  )
+  p = V.check_array(
+    pool_feat,
+    "pool_feat",
+    shape=(data.pool_x.shape[0], q.shape[1]),
+    dtype=("float"),
+  )
   k_max = V.check_int(k_max, "k_max", min_value=1, max_value=p.shape[0])
   return _oracle(q, p, data.pool_task, data.q_task, k_max)
 
@@ -63,8 +88,8 @@ def _shuffle(key, idx, pool_y, mode):
     u = jax.random.uniform(key, idx.shape)
     perm = jnp.argsort(u, axis=1)
     return idx, jnp.take_along_axis(pool_y[idx], perm, axis=1)
-  # another query's list: a derangement-free random permutation of the query axis, shifted
-  # by one so that no query keeps its own list
+  # another query's list: a derangement-free random permutation of the query
+  # axis, shifted by one so that no query keeps its own list
   perm = jax.random.permutation(key, idx.shape[0])
   other = jnp.zeros_like(perm).at[perm].set(jnp.roll(perm, 1))
   new = idx[other]
@@ -74,12 +99,13 @@ def _shuffle(key, idx, pool_y, mode):
 def shuffled_context(
   key: jax.Array, idx: jax.Array, data: ICLData, *, mode: str = "labels"
 ) -> tuple[jax.Array, jax.Array]:
-  """Shuffled-context controls that keep the context's form and break its evidence.
+  """Shuffled-context controls that keep the context's form and break its
+  evidence.
 
-  * ``mode='labels'``: labels permuted within each query's retrieved list (breaks the x-y
-    pairing, keeps the inputs and the label marginal);
-  * ``mode='other_query'``: every query gets another query's retrieved list (a random cyclic
-    reassignment: no query keeps its own list when Q > 1).
+  * ``mode='labels'``: labels permuted within each query's retrieved list
+    (breaks the x-y pairing, keeps the inputs and the label marginal);
+  * ``mode='other_query'``: every query gets another query's retrieved list (a
+    random cyclic reassignment: no query keeps its own list when Q > 1).
 
   Args:
     key: typed PRNG key.
@@ -88,7 +114,8 @@ def shuffled_context(
     mode: ``'labels'`` or ``'other_query'``.
 
   Returns:
-    ``(idx' int [Q, K], y' float [Q, K])``: pass ``y'`` as ``y_override`` to :func:`k_sweep`.
+    ``(idx' int [Q, K], y' float [Q, K])``: pass ``y'`` as ``y_override`` to
+    :func:`k_sweep`.
 
   Under jit: an index outside ``[0, P)`` poisons ``y'`` (NaN).
   """
@@ -108,7 +135,8 @@ def _random(key, n_queries, n_pool, k_max):
 
 
 def random_context(key: jax.Array, data: ICLData, k_max: int) -> jax.Array:
-  """Random context: ``k_max`` distinct pool items per query, uniformly at random.
+  """Random context: ``k_max`` distinct pool items per query, uniformly at
+  random.
 
   Args:
     key: typed PRNG key.
@@ -128,26 +156,32 @@ def random_context(key: jax.Array, data: ICLData, k_max: int) -> jax.Array:
 def control_contexts(
   key: jax.Array, data: ICLData, idx: jax.Array, k_max: int
 ) -> dict[str, dict[str, jax.Array]]:
-  """The retrieved context and its four controls, as keyword arguments of :func:`k_sweep`.
+  """The retrieved context and its four controls, as keyword arguments of
+  :func:`k_sweep`.
 
   Args:
-    key: typed PRNG key; ``fold_in(key, 0/1/2)`` draw the shuffled-labels, other-query and
-      random controls.
+    key: typed PRNG key; ``fold_in(key, 0/1/2)`` draw the shuffled-labels,
+      other-query and random controls.
     data: the :class:`ICLData`.
     idx: int [Q, K] retrieved indices (:func:`dense_topk`).
-    k_max: the largest budget (the oracle's and the random control's list length).
+    k_max: the largest budget (the oracle's and the random control's list
+      length).
 
   Returns:
-    ``{"retrieved": {"idx"}, "oracle": {"idx", "valid"}, "shuffled_labels": {"idx",
-    "y_override"}, "other_query": {"idx", "y_override"}, "random": {"idx"}}``: per context its
-    [Q, K] or [Q, k_max] indices and what :func:`k_sweep` needs with them
-    (:func:`oracle_context` on the episode's inputs, :func:`shuffled_context` in both modes,
-    :func:`random_context`).
+    ``{"retrieved": {"idx"}, "oracle": {"idx", "valid"}, "shuffled_labels":
+    {"idx", "y_override"}, "other_query": {"idx", "y_override"}, "random":
+    {"idx"}}``: per context its [Q, K] or [Q, k_max] indices and what
+    :func:`k_sweep` needs with them (:func:`oracle_context` on the episode's
+    inputs, :func:`shuffled_context` in both modes, :func:`random_context`).
   """
   key = _check_key(key)
   oidx, valid = oracle_context(data.q_x, data.pool_x, data, k_max)
-  i_lab, y_lab = shuffled_context(jax.random.fold_in(key, 0), idx, data, mode="labels")
-  i_oth, y_oth = shuffled_context(jax.random.fold_in(key, 1), idx, data, mode="other_query")
+  i_lab, y_lab = shuffled_context(
+    jax.random.fold_in(key, 0), idx, data, mode=("labels")
+  )
+  i_oth, y_oth = shuffled_context(
+    jax.random.fold_in(key, 1), idx, data, mode=("other_query")
+  )
   return {
     "retrieved": dict(idx=idx),
     "oracle": dict(idx=oidx, valid=valid),
@@ -160,7 +194,9 @@ def control_contexts(
 def _curve(a, name, n):
   a = np.asarray(a, np.float64)
   if a.shape != (n,):
-    raise ValueError(f"{name} must have shape ({n},) (one accuracy per k), got {a.shape}")
+    raise ValueError(
+      f"{name} must have shape ({n},) (one accuracy per k), got {a.shape}"
+    )
   if not np.all(np.isfinite(a)):
     raise ValueError(f"{name} must be finite (no NaN or inf)")
   return a
@@ -174,16 +210,19 @@ def classify_regime(
   tol: float = 0.01,
   ceiling: float | None = None,
 ) -> str:
-  """The regime of a top-k accuracy curve, against its oracle curve (host-side rule).
+  """The regime of a top-k accuracy curve, against its oracle curve (host-side
+  rule).
 
   With tolerance ``delta = tol`` (accuracy units), checked in this order:
 
   * ``'interference-limited'``: ``a_ret(k_max) < max_k a_ret - delta`` while
-    ``a_orc(k_max) >= max_k a_orc - delta`` (retrieved context hurts, relevant context does not);
+    ``a_orc(k_max) >= max_k a_orc - delta`` (retrieved context hurts, relevant
+    context does not);
   * ``'coverage-limited'``: ``a_ret`` is still rising at ``k_max``
     (``a_ret(k_max) > a_ret(k_prev) + delta``);
-  * ``'saturation-limited'``: both curves plateau (their last three points within ``delta``)
-    and, when ``ceiling`` is given, ``max a_ret < ceiling - delta``;
+  * ``'saturation-limited'``: both curves plateau (their last three points
+    within ``delta``) and, when ``ceiling`` is given, ``max a_ret < ceiling -
+    delta``;
   * ``'unclassified'`` otherwise.
 
   Args:
@@ -198,7 +237,9 @@ def classify_regime(
   """
   ks = check_ks(ks)
   if len(ks) < 3:
-    raise ValueError(f"ks must hold at least 3 budgets for the regime rule, got {len(ks)}")
+    raise ValueError(
+      f"ks must hold at least 3 budgets for the regime rule, got {len(ks)}"
+    )
   a = _curve(acc_ret, "acc_ret", len(ks))
   o = _curve(acc_orc, "acc_orc", len(ks))
   tol = V.check_float(tol, "tol", min_value=0.0)
@@ -214,11 +255,15 @@ def classify_regime(
   return "unclassified"
 
 
-def threshold_controller(sims: jax.Array, tau: float, ks: Sequence[int]) -> jax.Array:
-  """Calibrated selected-context controller: per-query budget from a similarity threshold.
+def threshold_controller(
+  sims: jax.Array, tau: float, ks: Sequence[int]
+) -> jax.Array:
+  """Calibrated selected-context controller: per-query budget from a similarity
+  threshold.
 
-  ``k(q) = max{k in ks : sims[q, k-1] >= tau}`` (the largest grid budget whose last item still
-  scores at least tau), and ``ks[0]`` when none does. Reported only as a probe of the diagnosis.
+  ``k(q) = max{k in ks : sims[q, k-1] >= tau}`` (the largest grid budget whose
+  last item still scores at least tau), and ``ks[0]`` when none does. Reported
+  only as a probe of the diagnosis.
 
   Args:
     sims: float [Q, K] similarities of the retrieved list, descending per row.
@@ -228,7 +273,8 @@ def threshold_controller(sims: jax.Array, tau: float, ks: Sequence[int]) -> jax.
   Returns:
     int32 [Q] the index into ``ks`` of each query's budget.
 
-  Under jit: NaN similarities poison nothing (integer output) but compare False (smallest k).
+  Under jit: NaN similarities poison nothing (integer output) but compare False
+  (smallest k).
   """
   s = V.check_array(sims, "sims", ndim=2, dtype="float", nonempty=True)
   ks = check_ks(ks, k_max=s.shape[1])
@@ -243,16 +289,21 @@ def _controller(s, tau, ks):
 
 
 def calibrate_threshold(
-  sims_dev: npt.ArrayLike, correct_dev: npt.ArrayLike, ks: Sequence[int], grid: npt.ArrayLike
+  sims_dev: npt.ArrayLike,
+  correct_dev: npt.ArrayLike,
+  ks: Sequence[int],
+  grid: npt.ArrayLike,
 ) -> float:
   """Chooses the controller's tau on a dev split (host-side).
 
-  ``tau* = argmax_{tau in grid} mean_q correct_dev[k_index(q; tau), q]`` with ``k_index`` from
-  :func:`threshold_controller`; ties go to the first grid value.
+  ``tau* = argmax_{tau in grid} mean_q correct_dev[k_index(q; tau), q]`` with
+  ``k_index`` from :func:`threshold_controller`; ties go to the first grid
+  value.
 
   Args:
     sims_dev: float [Q, K] dev similarities (descending per row).
-    correct_dev: [len(ks), Q] per-budget correctness (bool or float) on the dev queries.
+    correct_dev: [len(ks), Q] per-budget correctness (bool or float) on the dev
+      queries.
     ks: the budgets.
     grid: 1-D sequence of candidate thresholds.
 
@@ -265,10 +316,14 @@ def calibrate_threshold(
   ks = check_ks(ks, k_max=s.shape[1])
   c = np.asarray(correct_dev, np.float64)
   if c.shape != (len(ks), s.shape[0]):
-    raise ValueError(f"correct_dev must have shape ({len(ks)}, {s.shape[0]}), got {c.shape}")
+    raise ValueError(
+      f"correct_dev must have shape ({len(ks)}, {s.shape[0]}), got {c.shape}"
+    )
   g = np.asarray(grid, np.float64)
   if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
-    raise ValueError("grid must be a non-empty 1-D sequence of finite thresholds")
+    raise ValueError(
+      "grid must be a non-empty 1-D sequence of finite thresholds"
+    )
   at = s[:, np.asarray(ks) - 1]  # [Q, n_k]
   best, tau = -1.0, float(g[0])
   for t in g:

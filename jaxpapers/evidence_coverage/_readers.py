@@ -1,10 +1,12 @@
-"""Finite in-context readers of a masked demonstration list (one query; vmap for many).
+"""Finite in-context readers of a masked demonstration list (one query; vmap for
+many).
 
-Every reader maps ``(x [k, d], y [k], mask [k], x_q [d], w0 [d]) -> yhat`` (a scalar), where
-``mask`` marks the demonstrations the reader sees (a prefix of the retrieved list). The
-readers are frozen dataclasses so that :func:`k_sweep` compiles one program per reader
-configuration; the functions ``gd_reader``, ``linesearch_gd_reader``, ``ridge_reader`` and
-``prior_reader`` are the same maps with explicit keyword arguments.
+Every reader maps ``(x [k, d], y [k], mask [k], x_q [d], w0 [d]) -> yhat`` (a
+scalar), where ``mask`` marks the demonstrations the reader sees (a prefix of
+the retrieved list). The readers are frozen dataclasses so that :func:`k_sweep`
+compiles one program per reader configuration; the functions ``gd_reader``,
+``linesearch_gd_reader``, ``ridge_reader`` and ``prior_reader`` are the same
+maps with explicit keyword arguments.
 """
 
 from __future__ import annotations
@@ -29,9 +31,16 @@ def _check(x, y, mask, x_q, w0):
 
 
 def gd_reader(
-  x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike, eta: float
+  x: ArrayLike,
+  y: ArrayLike,
+  mask: ArrayLike,
+  x_q: ArrayLike,
+  *,
+  w0: ArrayLike,
+  eta: float,
 ) -> jax.Array:
-  """One gradient step of least squares from the prior (the linear-attention reader).
+  """One gradient step of least squares from the prior (the linear-attention
+  reader).
 
   ``w_hat = w0 + (eta / k) sum_{i: mask_i} (y_i - w0^T x_i) x_i``,  ``yhat = w_hat^T x_q``,
   with ``k = max(1, sum mask)``. The fixed step ``eta`` and the ``1/k`` make the reader finite:
@@ -47,7 +56,8 @@ def gd_reader(
     eta: step size (static, finite).
 
   Returns:
-    float scalar ``yhat``; with an empty mask, the prior prediction ``w0^T x_q``.
+    float scalar ``yhat``; with an empty mask, the prior prediction
+    ``w0^T x_q``.
   """
   x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
   eta = V.check_float(eta, "eta")
@@ -61,18 +71,20 @@ def gd_reader(
 def linesearch_gd_reader(
   x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike
 ) -> jax.Array:
-  """One gradient step from the prior with the exact line-search step (no fixed step size).
+  """One gradient step from the prior with the exact line-search step (no fixed
+  step size).
 
-  With ``S = (1/k) sum_{i: mask_i} x_i x_i^T`` and the averaged gradient
-  ``g = (1/k) sum_{i: mask_i} (y_i - w0^T x_i) x_i``, the step that minimises the context's
-  squared loss along ``g`` is ``eta_k = g^T g / (g^T S g)``, and
+  With ``S = (1/k) sum_{i: mask_i} x_i x_i^T`` and the averaged gradient ``g =
+  (1/k) sum_{i: mask_i} (y_i - w0^T x_i) x_i``, the step that minimises the
+  context's squared loss along ``g`` is ``eta_k = g^T g / (g^T S g)``, and
 
   ``w_hat = w0 + eta_k g``,  ``yhat = w_hat^T x_q``.
 
-  ``eta_k`` is invariant to rescaling the context (it carries no ``1/k`` and no step
-  hyper-parameter): this is the one-step reader whose step is normalised by the context it
-  reads, so that a longer context does not shrink or inflate the step. On a context whose
-  second moment is isotropic, ``S = c I``, one step recovers the least-squares solution.
+  ``eta_k`` is invariant to rescaling the context (it carries no ``1/k`` and no
+  step hyper-parameter): this is the one-step reader whose step is normalised by
+  the context it reads, so that a longer context does not shrink or inflate the
+  step. On a context whose second moment is isotropic, ``S = c I``, one step
+  recovers the least-squares solution.
 
   Args:
     x: [k, d] float demonstrations.
@@ -82,8 +94,8 @@ def linesearch_gd_reader(
     w0: [d] float prior weights.
 
   Returns:
-    float scalar ``yhat``; with an empty mask or a zero gradient, the prior prediction
-    ``w0^T x_q`` (``eta_k`` is taken as 0 where ``g^T S g = 0``).
+    float scalar ``yhat``; with an empty mask or a zero gradient, the prior
+    prediction ``w0^T x_q`` (``eta_k`` is taken as 0 where ``g^T S g = 0``).
   """
   x, y, mask, x_q, w0 = _check(x, y, mask, x_q, w0)
   m = mask.astype(x.dtype)
@@ -98,9 +110,16 @@ def linesearch_gd_reader(
 
 
 def ridge_reader(
-  x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike, lam: float
+  x: ArrayLike,
+  y: ArrayLike,
+  mask: ArrayLike,
+  x_q: ArrayLike,
+  *,
+  w0: ArrayLike,
+  lam: float,
 ) -> jax.Array:
-  """Ridge regression on the visible demonstrations, shrunk towards the prior ``w0``.
+  """Ridge regression on the visible demonstrations, shrunk towards the prior
+  ``w0``.
 
   ``w_hat = w0 + (X^T M X + lam I)^{-1} X^T M (y - X w0)``,  ``yhat = w_hat^T x_q``, with
   ``M = diag(mask)``. With ``w0 = 0`` this is the spec's ``(X^T X + lam I)^{-1} X^T y``. It has no
@@ -129,7 +148,8 @@ def ridge_reader(
 def prior_reader(
   x: ArrayLike, y: ArrayLike, mask: ArrayLike, x_q: ArrayLike, *, w0: ArrayLike
 ) -> jax.Array:
-  """The input-independent-context baseline: ``yhat = w0^T x_q`` (ignores the demonstrations).
+  """The input-independent-context baseline: ``yhat = w0^T x_q`` (ignores the
+  demonstrations).
 
   Args:
     x: [k, d] float demonstrations (ignored; shape-checked).
@@ -147,7 +167,8 @@ def prior_reader(
 
 @dataclasses.dataclass(frozen=True)
 class GDReader:
-  """:func:`gd_reader` with a fixed step ``eta`` (hashable: one compile per ``eta``).
+  """:func:`gd_reader` with a fixed step ``eta`` (hashable: one compile per
+  ``eta``).
 
   Args:
     eta: the step size (finite).
@@ -181,7 +202,9 @@ class RidgeReader:
   lam: float
 
   def __post_init__(self):
-    V.check_float(self.lam, "RidgeReader.lam", min_value=0.0, min_inclusive=False)
+    V.check_float(
+      self.lam, "RidgeReader.lam", min_value=0.0, min_inclusive=False
+    )
 
   def __call__(self, x, y, mask, x_q, w0):
     return ridge_reader(x, y, mask, x_q, w0=w0, lam=self.lam)

@@ -1,8 +1,9 @@
 """The top-k sweep: every budget k from one retrieval, as one jitted program.
 
-Pitfalls handled here (spec §3.5): the budgets are prefixes of one top-``k_max`` list selected
-with masks (no re-retrieval per k, nested prefixes), the reader's parameters are fixed across
-k, and recall and accuracy come from the same queries.
+Pitfalls handled here (spec §3.5): the budgets are prefixes of one top-``k_max``
+list selected with masks (no re-retrieval per k, nested prefixes), the reader's
+parameters are fixed across k, and recall and accuracy come from the same
+queries.
 """
 
 from __future__ import annotations
@@ -49,7 +50,15 @@ def _gather_y(pool_y, idx):
 @functools.partial(jax.jit, static_argnames=("reader", "ks"))
 def _sweep(reader, data, idx, ks, y_override, valid):
   return _sweep_body(
-    reader, ks, data.q_x, idx, y_override, valid, data.pool_x, data.pool_y, data.w0
+    reader,
+    ks,
+    data.q_x,
+    idx,
+    y_override,
+    valid,
+    data.pool_x,
+    data.pool_y,
+    data.w0,
   )
 
 
@@ -57,7 +66,12 @@ def _sweep(reader, data, idx, ks, y_override, valid):
 def _sharded_sweep(reader, ks, mesh, axis):
   q, rep = P(axis), P()
   body = functools.partial(_sweep_body, reader, ks)
-  f = jax.shard_map(body, mesh=mesh, in_specs=(q, q, q, q, rep, rep, rep), out_specs=P(None, axis))
+  f = jax.shard_map(
+    body,
+    mesh=mesh,
+    in_specs=(q, q, q, q, rep, rep, rep),
+    out_specs=P(None, axis),
+  )
   return jax.jit(f)
 
 
@@ -65,12 +79,16 @@ def _sharded_sweep(reader, ks, mesh, axis):
 def _at_budget(reader, data, idx, k_q, y_override, valid):
   x, y, v = _context(data.pool_x, data.pool_y, idx, y_override, valid)
   mask = (jnp.arange(idx.shape[1])[None, :] < k_q[:, None]) & v
-  return jax.vmap(reader, in_axes=(0, 0, 0, 0, None))(x, y, mask, data.q_x, data.w0)
+  return jax.vmap(reader, in_axes=(0, 0, 0, 0, None))(
+    x, y, mask, data.q_x, data.w0
+  )
 
 
 def _check_extras(idx, y_override, valid):
   if y_override is not None:
-    y_override = V.check_array(y_override, "y_override", shape=idx.shape, dtype="real")
+    y_override = V.check_array(
+      y_override, "y_override", shape=idx.shape, dtype=("real")
+    )
   if valid is not None:
     valid = V.check_array(valid, "valid", shape=idx.shape, dtype="bool")
   return y_override, valid
@@ -78,26 +96,39 @@ def _check_extras(idx, y_override, valid):
 
 def _check_reader(reader):
   if not callable(reader):
-    raise TypeError(f"reader must be callable (x, y, mask, x_q, w0) -> yhat, got {reader!r}")
+    raise TypeError(
+      f"reader must be callable (x, y, mask, x_q, w0) -> yhat, got {reader!r}"
+    )
   try:
     hash(reader)
   except TypeError as e:
-    raise TypeError("reader must be hashable (e.g. GDReader(eta=...)); it is a static arg") from e
+    raise TypeError(
+      "reader must be hashable (e.g. GDReader(eta=...)); it is a static arg"
+    ) from e
 
 
 def _query_block(data: ICLData, lo: int, hi: int) -> ICLData:
   """The queries ``lo:hi`` of ``data`` with the whole pool."""
   return dataclasses.replace(
-    data, q_x=data.q_x[lo:hi], q_y=data.q_y[lo:hi], q_task=data.q_task[lo:hi], q_w=data.q_w[lo:hi]
+    data,
+    q_x=data.q_x[lo:hi],
+    q_y=data.q_y[lo:hi],
+    q_task=data.q_task[lo:hi],
+    q_w=data.q_w[lo:hi],
   )
 
 
-def _blocks(reader, data, idx, ks, y_override, valid, mesh, query_chunk) -> jax.Array:
-  """``k_sweep`` over consecutive blocks of ``query_chunk`` queries, concatenated: [n_k, Q]."""
+def _blocks(
+  reader, data, idx, ks, y_override, valid, mesh, query_chunk
+) -> jax.Array:
+  """``k_sweep`` over consecutive blocks of ``query_chunk`` queries,
+  concatenated: [n_k, Q]."""
   Q = idx.shape[0]
   c = V.check_int(query_chunk, "query_chunk", min_value=1)
   if Q % c:
-    raise ValueError(f"query_chunk must divide the number of queries Q = {Q}, got {c}")
+    raise ValueError(
+      f"query_chunk must divide the number of queries Q = {Q}, got {c}"
+    )
   part = lambda x, lo: None if x is None else x[lo : lo + c]
   out = [
     k_sweep(
@@ -125,26 +156,32 @@ def k_sweep(
   mesh: jax.sharding.Mesh | None = None,
   query_chunk: int | None = None,
 ) -> jax.Array:
-  """Predictions of ``reader`` for every budget in ``ks`` from one retrieved list.
+  """Predictions of ``reader`` for every budget in ``ks`` from one retrieved
+  list.
 
-  For budget k the reader sees the demonstrations ``idx[q, :k]`` (masked prefix) that are also
-  ``valid``: ``yhat_k(q) = reader(X_q, y_q, 1[i < k] & valid_q, x_q, w0)``. One compiled program
-  for all k and all queries (vmap over k and over queries).
+  For budget k the reader sees the demonstrations ``idx[q, :k]`` (masked prefix)
+  that are also ``valid``: ``yhat_k(q) = reader(X_q, y_q, 1[i < k] & valid_q,
+  x_q, w0)``. One compiled program for all k and all queries (vmap over k and
+  over queries).
 
   Args:
-    reader: a hashable ``(x [K, d], y [K], mask [K], x_q [d], w0 [d]) -> scalar`` (e.g.
-      ``GDReader(eta)``, ``RidgeReader(lam)``, ``PriorReader()``); static under jit.
+    reader: a hashable ``(x [K, d], y [K], mask [K], x_q [d], w0 [d]) ->
+      scalar`` (e.g. ``GDReader(eta)``, ``RidgeReader(lam)``,
+      ``PriorReader()``); static under jit.
     data: the :class:`ICLData` (pool, queries, prior ``w0``).
     idx: int [Q, K] retrieved pool indices, best first.
     ks: strictly increasing static budgets ``<= K``.
-    y_override: optional float [Q, K] labels replacing ``pool_y[idx]`` (shuffled controls).
-    valid: optional bool [Q, K]; False drops an item at every budget (oracle lists shorter than
-      K).
-    mesh: optional mesh; the queries are split over its first axis with ``jax.shard_map``
-      (each device sweeps its own queries against the replicated pool; Q must divide).
-    query_chunk: optional number of queries per block: the queries are swept in blocks of this
-      size (one compilation for all blocks), which bounds the ``[len(ks), block, K, d]``
-      intermediates; it must divide Q. None: all queries at once.
+    y_override: optional float [Q, K] labels replacing ``pool_y[idx]`` (shuffled
+      controls).
+    valid: optional bool [Q, K]; False drops an item at every budget (oracle
+      lists shorter than K).
+    mesh: optional mesh; the queries are split over its first axis with
+      ``jax.shard_map`` (each device sweeps its own queries against the
+      replicated pool; Q must divide).
+    query_chunk: optional number of queries per block: the queries are swept in
+      blocks of this size (one compilation for all blocks), which bounds the
+      ``[len(ks), block, K, d]`` intermediates; it must divide Q. None: all
+      queries at once.
 
   Returns:
     float [len(ks), Q] predictions (the same with or without blocks).
@@ -157,8 +194,11 @@ def k_sweep(
   ks = check_ks(ks, k_max=idx.shape[1])
   y_override, valid = _check_extras(idx, y_override, valid)
   if query_chunk is not None:
-    return V.poison(_blocks(reader, data, idx, ks, y_override, valid, mesh, query_chunk), ok)
-  # Materialise the defaults: one compiled program per reader, whichever extras are given.
+    return V.poison(
+      _blocks(reader, data, idx, ks, y_override, valid, mesh, query_chunk), ok
+    )
+  # Materialise the defaults: one compiled program per reader, whichever extras
+  # are given.
   if y_override is None:
     y_override = _gather_y(data.pool_y, idx)
   if valid is None:
@@ -166,12 +206,15 @@ def k_sweep(
   if mesh is None:
     return V.poison(_sweep(reader, data, idx, ks, y_override, valid), ok)
   if not isinstance(mesh, jax.sharding.Mesh):
-    raise TypeError(f"mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}")
+    raise TypeError(
+      f"mesh must be a jax.sharding.Mesh or None, got {type(mesh).__name__}"
+    )
   axis = mesh.axis_names[0]
   n = mesh.shape[axis]
   if idx.shape[0] % n:
     raise ValueError(
-      f"the number of queries ({idx.shape[0]}) must be divisible by mesh axis {axis!r} ({n})"
+      f"the number of queries ({idx.shape[0]}) must be divisible by mesh axis "
+      f"{axis!r} ({n})"
     )
   f = _sharded_sweep(reader, ks, mesh, axis)
   q, rep = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
@@ -190,29 +233,37 @@ def predict_at_budget(
   y_override: jax.Array | None = None,
   valid: jax.Array | None = None,
 ) -> jax.Array:
-  """Predictions with a per-query budget (the selected-context controller's output).
+  """Predictions with a per-query budget (the selected-context controller's
+  output).
 
   Args:
     reader: a hashable reader (see :func:`k_sweep`).
     data: the :class:`ICLData`.
     idx: int [Q, K] retrieved indices.
-    k_per_query: int [Q] budgets in ``[0, K]`` (0: the reader sees no demonstration).
+    k_per_query: int [Q] budgets in ``[0, K]`` (0: the reader sees no
+      demonstration).
     y_override, valid: as in :func:`k_sweep`.
 
   Returns:
     float [Q].
 
-  Under jit: an index outside ``[0, P)`` or a budget outside ``[0, K]`` poisons the result.
+  Under jit: an index outside ``[0, P)`` or a budget outside ``[0, K]`` poisons
+  the result.
   """
   _check_reader(reader)
   data = check_data(data)
   idx, ok = check_idx(idx, data)
-  k_q = V.check_array(k_per_query, "k_per_query", shape=(idx.shape[0],), dtype="int")
+  k_q = V.check_array(
+    k_per_query, "k_per_query", shape=(idx.shape[0],), dtype=("int")
+  )
   ok2 = V.check_values(
-    (k_q >= 0) & (k_q <= idx.shape[1]), f"k_per_query must be in [0, {idx.shape[1]}]"
+    (k_q >= 0) & (k_q <= idx.shape[1]),
+    f"k_per_query must be in [0, {idx.shape[1]}]",
   )
   y_override, valid = _check_extras(idx, y_override, valid)
-  return V.poison(_at_budget(reader, data, idx, k_q, y_override, valid), ok & ok2)
+  return V.poison(
+    _at_budget(reader, data, idx, k_q, y_override, valid), ok & ok2
+  )
 
 
 @functools.partial(jax.jit, static_argnames=("tol", "task"))
@@ -239,12 +290,14 @@ def answer_metrics(
     task: ``'regression'`` or ``'classification'``.
 
   Returns:
-    ``(correct bool [..., Q], squared_error float [..., Q])``; average over the last axis for
-    accuracy and MSE.
+    ``(correct bool [..., Q], squared_error float [..., Q])``; average over the
+    last axis for accuracy and MSE.
   """
   pred = V.check_array(pred, "pred", ndim=(1, 2), dtype="float")
   y = V.check_array(y, "y", shape=(pred.shape[-1],), dtype="real")
   tol = V.check_float(tol, "tol", min_value=0.0, min_inclusive=False)
   if task not in ("regression", "classification"):
-    raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
+    raise ValueError(
+      f"task must be 'regression' or 'classification', got {task!r}"
+    )
   return _metrics(pred, y.astype(pred.dtype), tol, task)

@@ -1,12 +1,15 @@
-"""FlashSSM-3D: attention-free multi-view 3D reconstruction distilled from a VGGT-style teacher.
+"""FlashSSM-3D: attention-free multi-view 3D reconstruction distilled from a
+VGGT-style teacher.
 
-Public API of ``jaxpapers.flashssm3d``. Geometry conventions (OpenCV axes, camera-from-world
-extrinsics, scalar-last quaternions, VGGT's 9-number pose encoding, first-camera gauge with mean
-point distance 1) are stated once in :mod:`jaxpapers.flashssm3d._geometry`.
+Public API of ``jaxpapers.flashssm3d``. Geometry conventions (OpenCV axes,
+camera-from-world extrinsics, scalar-last quaternions, VGGT's 9-number pose
+encoding, first-camera gauge with mean point distance 1) are stated once in
+:mod:`jaxpapers.flashssm3d._geometry`.
 
-The student architecture, the exact Procrustes and reprojection loss formulas and the training
-recipe are **reconstructions** from the paper's abstract (no public code); VGGT's conventions,
-losses and metrics follow arXiv:2503.11651 and ``facebookresearch/vggt``.
+The student architecture, the exact Procrustes and reprojection loss formulas
+and the training recipe are **reconstructions** from the paper's abstract (no
+public code); VGGT's conventions, losses and metrics follow arXiv:2503.11651 and
+``facebookresearch/vggt``.
 """
 
 import os
@@ -77,7 +80,13 @@ from jaxpapers.flashssm3d._scaling import (
   view_scaling,
 )
 from jaxpapers.flashssm3d._scaling_fit import scaling_summary, views_within
-from jaxpapers.flashssm3d._ssm import SCAN_METHODS, SCAN_ORDERS, BiSSM, scan_order, selective_scan
+from jaxpapers.flashssm3d._ssm import (
+  SCAN_METHODS,
+  SCAN_ORDERS,
+  BiSSM,
+  scan_order,
+  selective_scan,
+)
 from jaxpapers.flashssm3d._training import (
   compile_step,
   sample_batches,
@@ -87,21 +96,27 @@ from jaxpapers.flashssm3d._training import (
 )
 
 
-def build_scene_dataset(data_dir: str | os.PathLike, **kwargs: Any) -> dict[str, Any]:
-  """Generate and open the TFDS scene dataset (array_record; no TensorFlow needed).
+def build_scene_dataset(
+  data_dir: str | os.PathLike, **kwargs: Any
+) -> dict[str, Any]:
+  """Generate and open the TFDS scene dataset (array_record; no TensorFlow
+  needed).
 
-  See :func:`jaxpapers.flashssm3d._tfds.build_scene_dataset`; imported lazily so that importing
-  the package does not import TFDS. The dataset is rendered once per configuration and reused.
+  See :func:`jaxpapers.flashssm3d._tfds.build_scene_dataset`; imported lazily so
+  that importing the package does not import TFDS. The dataset is rendered once
+  per configuration and reused.
 
   Args:
     data_dir: the TFDS data folder the dataset is written to and read from.
-    **kwargs: ``num_train`` (64), ``num_test`` (16), ``num_views`` (4), ``image_size`` (32),
-      all ints >= 1, and ``split`` (``'orbit_easy'``; one of ``SPLITS``).
+    **kwargs: ``num_train`` (64), ``num_test`` (16), ``num_views`` (4),
+      ``image_size`` (32), all ints >= 1, and ``split`` (``'orbit_easy'``; one
+      of ``SPLITS``).
 
   Returns:
-    ``{'train': source, 'test': source}``; each source supports ``len()`` and random access
-    returning a dict of NumPy arrays (``images [S, H, W, 3]`` uint8, ``depth``, ``points``,
-    ``valid``, ``extrinsics``, ``intrinsics``; see :func:`batch_from_records`).
+    ``{'train': source, 'test': source}``; each source supports ``len()`` and
+    random access returning a dict of NumPy arrays (``images [S, H, W, 3]``
+    uint8, ``depth``, ``points``, ``valid``, ``extrinsics``, ``intrinsics``; see
+    :func:`batch_from_records`).
   """
   split = kwargs.get("split", "orbit_easy")
   if split not in SPLITS:
@@ -111,17 +126,20 @@ def build_scene_dataset(data_dir: str | os.PathLike, **kwargs: Any) -> dict[str,
   return _tfds.build_scene_dataset(data_dir, **kwargs)
 
 
-def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> SceneBatch:
-  """Stack TFDS records into a :class:`SceneBatch` (see ``_tfds.batch_from_records``).
+def batch_from_records(
+  records: Iterable[Mapping[str, np.ndarray]],
+) -> SceneBatch:
+  """Stack TFDS records into a :class:`SceneBatch` (see
+  ``_tfds.batch_from_records``).
 
   Args:
-    records: a non-empty sequence of dataset records, dicts with the keys ``images`` (uint8
-      ``[S, H, W, 3]``), ``depth``, ``points``, ``valid``, ``extrinsics``, ``intrinsics``
-      (``ValueError`` otherwise).
+    records: a non-empty sequence of dataset records, dicts with the keys
+      ``images`` (uint8 ``[S, H, W, 3]``), ``depth``, ``points``, ``valid``,
+      ``extrinsics``, ``intrinsics`` (``ValueError`` otherwise).
 
   Returns:
-    A :class:`SceneBatch` with a leading axis over the records, ``images`` rescaled to float32
-    in [0, 1] and ``scale`` all ones.
+    A :class:`SceneBatch` with a leading axis over the records, ``images``
+    rescaled to float32 in [0, 1] and ``scale`` all ones.
   """
   records = list(records)
   if not records:
@@ -130,7 +148,9 @@ def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> SceneBatc
   for r in records:
     missing = [k for k in keys if k not in r]
     if missing:
-      raise ValueError(f"each record needs the keys {keys}; a record lacks {missing}")
+      raise ValueError(
+        f"each record needs the keys {keys}; a record lacks {missing}"
+      )
   from jaxpapers.flashssm3d import _tfds
 
   return _tfds.batch_from_records(records)

@@ -1,29 +1,36 @@
-"""Seeded procedural multi-view scenes, rendered analytically in JAX **[reconstruction]**.
+"""Seeded procedural multi-view scenes, rendered analytically in JAX
+**[reconstruction]**.
 
-A room (6 planes) with 1–4 spheres and 0–2 boxes. Each camera ray is intersected with every
-primitive in closed form, which gives exact z-depth, world points, validity, and cameras. Textures
-are functions of the *world* coordinates (a 3-D checker times a per-object colour, with Lambert
-shading), so a surface point looks the same from every view and correspondences exist.
+A room (6 planes) with 1–4 spheres and 0–2 boxes. Each camera ray is intersected
+with every primitive in closed form, which gives exact z-depth, world points,
+validity, and cameras. Textures are functions of the *world* coordinates (a 3-D
+checker times a per-object colour, with Lambert shading), so a surface point
+looks the same from every view and correspondences exist.
 
-Cameras orbit the scene centre and look at it (OpenCV axes, camera-from-world extrinsics; see
-``_geometry.py``). Splits:
+Cameras orbit the scene centre and look at it (OpenCV axes, camera-from-world
+extrinsics; see ``_geometry.py``). Splits:
 
-* ``orbit_easy``: azimuth spread 60°, elevation 10–25°, radius 2.6–3.0, FoV 55–65°, no roll;
-* ``orbit``: azimuth spread up to 180°, elevation 0–40°, radius 2.4–3.2, FoV 50–75°, jitter;
+* ``orbit_easy``: azimuth spread 60°, elevation 10–25°, radius 2.6–3.0, FoV
+  55–65°, no roll;
+* ``orbit``: azimuth spread up to 180°, elevation 0–40°, radius 2.4–3.2, FoV
+  50–75°, jitter;
 * ``free``: random azimuths, elevation −10–45°, look-at jitter, roll ±15°;
-* ``orbit_cues``: the split that is learnable at CPU scale. The orbit turns either way by 20–60°
-  (so the mean pose is a poor guess), elevation 5–30°, radius 2.4–3.2 and FoV 55–65° per scene;
-  each wall's colour is fixed by its world orientation (up to a small jitter), so the visible
-  walls tell the camera's heading, and distance fog (``rgb·f + fog·(1 − f)``,
-  ``f = exp(−0.35·depth)``) makes depth visible per pixel. At that density the far walls, 5–7
-  units away, keep 10–20% of their colour, so the heading cue is faint at 16 px; ``fog=`` of
-  :func:`render_scenes` sets another density (e.g. 0.1: walls readable across the room, depth
-  still shaded by distance). In ``orbit_easy`` every scene has the
-  same relative poses up to a few degrees of elevation, so an input-independent mean pose is
-  nearly exact there, and depth has only monocular shading and texture-scale cues.
+* ``orbit_cues``: the split that is learnable at CPU scale. The orbit turns
+  either way by 20–60° (so the mean pose is a poor guess), elevation 5–30°,
+  radius 2.4–3.2 and FoV 55–65° per scene; each wall's colour is fixed by its
+  world orientation (up to a small jitter), so the visible walls tell the
+  camera's heading, and distance fog (``rgb·f + fog·(1 − f)``,
+  ``f = exp(−0.35·depth)``) makes depth visible per pixel. At that density the
+  far walls, 5–7 units away, keep 10–20% of their colour, so the heading cue is
+  faint at 16 px; ``fog=`` of :func:`render_scenes` sets another density (e.g.
+  0.1: walls readable across the room, depth still shaded by distance). In
+  ``orbit_easy`` every scene has the same relative poses up to a few degrees of
+  elevation, so an input-independent mean pose is nearly exact there, and depth
+  has only monocular shading and texture-scale cues.
 
-Outputs are normalised like VGGT's targets by default (first camera = identity, mean valid point
-distance = 1). Rendering is deterministic for a fixed key; use disjoint keys for disjoint splits.
+Outputs are normalised like VGGT's targets by default (first camera = identity,
+mean valid point distance = 1). Rendering is deterministic for a fixed key; use
+disjoint keys for disjoint splits.
 """
 
 from __future__ import annotations
@@ -52,7 +59,8 @@ _CUE_WALLS = np.array(
   np.float32,
 )
 _FOG = np.array([0.75, 0.8, 0.95], np.float32)
-_CUE_FOG_DENSITY = 0.35  # orbit_cues' fog per unit of depth unless render_scenes(fog=...)
+# orbit_cues' fog per unit of depth unless render_scenes(fog=...)
+_CUE_FOG_DENSITY = 0.35
 _MAX_SPHERES = 4
 _MAX_BOXES = 2
 _FAR = 1e6
@@ -68,9 +76,11 @@ class SceneBatch(NamedTuple):
     valid: ``[B, S, H, W]`` bool.
     extrinsics: ``[B, S, 3, 4]`` camera-from-world.
     intrinsics: ``[B, S, 3, 3]``.
-    scale: ``[B]`` mean point distance divided out by normalisation (1 if not normalised).
+    scale: ``[B]`` mean point distance divided out by normalisation (1 if not
+      normalised).
 
-  ``render_scenes`` gives JAX arrays; the file and TFDS loaders give NumPy arrays.
+  ``render_scenes`` gives JAX arrays; the file and TFDS loaders give NumPy
+  arrays.
   """
 
   images: jax.Array | np.ndarray
@@ -89,7 +99,8 @@ class SceneBatch(NamedTuple):
 
 
 def _look_at(eye, target, roll):
-  """OpenCV camera-from-world [3,4] looking from eye at target (world y is up)."""
+  """OpenCV camera-from-world [3,4] looking from eye at target (world y is
+  up)."""
   up = np.array([0.0, 1.0, 0.0])
   z = target - eye
   z = z / np.linalg.norm(z)
@@ -127,9 +138,13 @@ def _sample_scene(rng: np.random.Generator, split: str = "orbit_easy") -> dict:
     fog=np.float32(0.0),
   )
   if split == "orbit_cues":
-    out["wall_col"] = np.clip(_CUE_WALLS + rng.uniform(-0.05, 0.05, (6, 3)), 0.0, 1.0)
+    out["wall_col"] = np.clip(
+      _CUE_WALLS + rng.uniform(-0.05, 0.05, (6, 3)), 0.0, 1.0
+    )
     out["fog"] = np.float32(_CUE_FOG_DENSITY)
-  return {k: (v.astype(np.float32) if v.dtype != bool else v) for k, v in out.items()}
+  return {
+    k: (v.astype(np.float32) if v.dtype != bool else v) for k, v in out.items()
+  }
 
 
 def _sample_cameras(rng: np.random.Generator, num_views: int, split: str):
@@ -170,7 +185,12 @@ def _sample_cameras(rng: np.random.Generator, num_views: int, split: str):
     raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
   target = np.array([0.0, -0.3, 0.0]) + jit_t
   eye = np.stack(
-    [rad * np.cos(el) * np.cos(az), -0.3 + rad * np.sin(el), rad * np.cos(el) * np.sin(az)], -1
+    [
+      rad * np.cos(el) * np.cos(az),
+      -0.3 + rad * np.sin(el),
+      rad * np.cos(el) * np.sin(az),
+    ],
+    -1,
   )
   ext = np.stack([_look_at(eye[i], target[i], roll[i]) for i in range(S)])
   return ext.astype(np.float32), fov.astype(np.float32)
@@ -184,10 +204,16 @@ def _checker(p, f):
 def _render_view(scene, ext, K, H, W):
   uv = geo.pixel_grid((H, W)).reshape(-1, 2)  # [P, 2]
   d_cam = jnp.stack(
-    [(uv[:, 0] - K[0, 2]) / K[0, 0], (uv[:, 1] - K[1, 2]) / K[1, 1], jnp.ones(uv.shape[0])], -1
+    [
+      (uv[:, 0] - K[0, 2]) / K[0, 0],
+      (uv[:, 1] - K[1, 2]) / K[1, 1],
+      jnp.ones(uv.shape[0]),
+    ],
+    -1,
   )
   R, t = ext[:, :3], ext[:, 3]
-  d = d_cam @ R  # world direction R^T d_cam; its camera z-component is 1, so t_hit = z-depth
+  # world direction R^T d_cam; its camera z-component is 1, so t_hit = z-depth
+  d = d_cam @ R
   o = -R.T @ t
   d_safe = jnp.where(jnp.abs(d) < 1e-9, 1e-9, d)
 
@@ -197,9 +223,13 @@ def _render_view(scene, ext, K, H, W):
   tex = jnp.maximum(ta, tb)  # [P, 3]
   ax = jnp.argmin(tex, -1)
   t_room = jnp.min(tex, -1)
-  side = (d_safe[jnp.arange(d.shape[0]), ax] > 0).astype(jnp.int32)  # 1 = hits the 'hi' plane
+  # 1 = hits the 'hi' plane
+  side = (d_safe[jnp.arange(d.shape[0]), ax] > 0).astype(jnp.int32)
   room_id = 2 * ax + side  # 0..5
-  n_room = -jax.nn.one_hot(ax, 3) * jnp.sign(d_safe[jnp.arange(d.shape[0]), ax])[:, None]
+  n_room = (
+    -jax.nn.one_hot(ax, 3)
+    * jnp.sign(d_safe[jnp.arange(d.shape[0]), ax])[:, None]
+  )
 
   # Spheres.
   oc = o[None, None, :] - scene["sph_c"][None]  # [1, K, 3]
@@ -230,10 +260,15 @@ def _render_view(scene, ext, K, H, W):
   n_sph = (p - scene["sph_c"][ks]) / scene["sph_r"][ks][:, None]
   kb = jnp.clip(which - 1 - _MAX_SPHERES, 0, _MAX_BOXES - 1)
   bax = jnp.argmax(tmin_ax[jnp.arange(d.shape[0]), kb], -1)
-  n_box = -jax.nn.one_hot(bax, 3) * jnp.sign(d_safe[jnp.arange(d.shape[0]), bax])[:, None]
+  n_box = (
+    -jax.nn.one_hot(bax, 3)
+    * jnp.sign(d_safe[jnp.arange(d.shape[0]), bax])[:, None]
+  )
   is_room = which == 0
   is_sph = (which >= 1) & (which <= _MAX_SPHERES)
-  n = jnp.where(is_room[:, None], n_room, jnp.where(is_sph[:, None], n_sph, n_box))
+  n = jnp.where(
+    is_room[:, None], n_room, jnp.where(is_sph[:, None], n_sph, n_box)
+  )
 
   # Albedo and 3-D texture.
   col = jnp.where(
@@ -246,20 +281,31 @@ def _render_view(scene, ext, K, H, W):
   light = jnp.array([0.3, 0.85, -0.45])
   light = light / jnp.linalg.norm(light)
   shade = 0.55 + 0.45 * jnp.abs(n @ light)
-  rgb = jnp.clip(col * (0.55 + 0.45 * pattern[:, None]) * shade[:, None], 0.0, 1.0)
-  f = jnp.exp(-scene["fog"] * depth)[:, None]  # distance fog (orbit_cues only; fog = 0 elsewhere)
+  rgb = jnp.clip(
+    col * (0.55 + 0.45 * pattern[:, None]) * shade[:, None], 0.0, 1.0
+  )
+  # distance fog (orbit_cues only; fog = 0 elsewhere)
+  f = jnp.exp(-scene["fog"] * depth)[:, None]
   rgb = rgb * f + jnp.asarray(_FOG) * (1.0 - f)
   valid = jnp.isfinite(depth) & (depth > 0) & (depth < _FAR / 2)
-  return rgb.reshape(H, W, 3), depth.reshape(H, W), p.reshape(H, W, 3), valid.reshape(H, W)
+  return (
+    rgb.reshape(H, W, 3),
+    depth.reshape(H, W),
+    p.reshape(H, W, 3),
+    valid.reshape(H, W),
+  )
 
 
 def _render_batch(scene, ext, fov, H, W, normalize):
-  """Render stacked scenes: scene leaves ``[B, ...]``, ext ``[B, S, 3, 4]``, fov ``[B, S]``."""
+  """Render stacked scenes: scene leaves ``[B, ...]``, ext ``[B, S, 3, 4]``, fov
+  ``[B, S]``."""
   fov_h = 2 * jnp.arctan(jnp.tan(fov / 2) * H / max(H, W))
   fov_w = 2 * jnp.arctan(jnp.tan(fov / 2) * W / max(H, W))
   K = geo.intrinsics_from_fov(fov_h, fov_w, (H, W))
   per_view = lambda sc, e, k: _render_view(sc, e, k, H, W)
-  rgb, depth, pts, valid = jax.vmap(jax.vmap(per_view, (None, 0, 0)))(scene, ext, K)
+  rgb, depth, pts, valid = jax.vmap(jax.vmap(per_view, (None, 0, 0)))(
+    scene, ext, K
+  )
   if normalize:
     pts, ext, scale, depth = geo.normalize_scene(pts, ext, valid, depth)
   else:
@@ -277,11 +323,16 @@ def _is_int(v: object) -> TypeGuard[int | np.integer]:
 def _seed_of(key) -> np.random.Generator:
   if isinstance(key, (int, np.integer)):
     return np.random.default_rng(int(key))
-  if not (hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
+  if not (
+    hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  ):
     raise TypeError(
-      f"key must be a typed PRNG key (jax.random.key) or an int seed, got {type(key)}"
+      "key must be a typed PRNG key (jax.random.key) or an int seed, "
+      f"got {type(key)}"
     )
-  return np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+  return np.random.default_rng(
+    np.asarray(jax.random.key_data(key)).ravel().tolist()
+  )
 
 
 def render_scenes(
@@ -296,21 +347,23 @@ def render_scenes(
 ) -> SceneBatch:
   """Render ``num_scenes`` procedural scenes with ``num_views`` views each.
 
-  Scene and camera parameters are drawn on the host with NumPy (seeded from ``key``), the
-  ray casting runs in one jitted JAX function.
+  Scene and camera parameters are drawn on the host with NumPy (seeded from
+  ``key``), the ray casting runs in one jitted JAX function.
 
   Args:
-    key: a typed PRNG key (``jax.random.key``) or an int seed; the batch is a deterministic
-      function of ``(key, split, sizes)``.
+    key: a typed PRNG key (``jax.random.key``) or an int seed; the batch is a
+      deterministic function of ``(key, split, sizes)``.
     num_scenes: ``B``.
     num_views: ``S``.
     image_size: ``int`` (square) or ``(H, W)``; 16–64 px is the intended range.
-    split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``, ``'orbit_cues'`` (see the module
-      docstring).
-    normalize: apply VGGT's normalisation (first camera = identity, mean point distance = 1).
-    fog: density ``>= 0`` of the distance fog per unit of depth (``f = exp(−fog·depth)``);
-      ``None``: the split's own (0.35 for ``'orbit_cues'``, no fog for the others). The scene
-      and camera draws do not depend on it, so the same key gives the same scenes and cameras.
+    split: one of ``'orbit_easy'``, ``'orbit'``, ``'free'``, ``'orbit_cues'``
+      (see the module docstring).
+    normalize: apply VGGT's normalisation (first camera = identity, mean point
+      distance = 1).
+    fog: density ``>= 0`` of the distance fog per unit of depth
+      (``f = exp(−fog·depth)``); ``None``: the split's own (0.35 for
+      ``'orbit_cues'``, no fog for the others). The scene and camera draws do
+      not depend on it, so the same key gives the same scenes and cameras.
 
   Returns:
     :class:`SceneBatch` (float32).
@@ -320,14 +373,17 @@ def render_scenes(
   for name, v in (("num_scenes", num_scenes), ("num_views", num_views)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-  # np.isscalar's TypeIs does not exclude int from the other branch: there it is the pair.
+  # np.isscalar's TypeIs does not exclude int from the other branch: there it is
+  # the pair.
   H, W = (
     (image_size, image_size)
     if np.isscalar(image_size)
     else tuple(cast(tuple[int, int], image_size))
   )
   if not (_is_int(H) and _is_int(W)):
-    raise ValueError(f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}")
+    raise ValueError(
+      f"image_size must be an int or a pair (H, W) of ints, got {image_size!r}"
+    )
   if H < 4 or W < 4:
     raise ValueError(f"image_size must be at least 4 px, got {(H, W)}")
   if fog is not None and (
@@ -347,34 +403,52 @@ def render_scenes(
     exts.append(e)
     fovs.append(f)
   scene = {k: np.stack([sc[k] for sc in scenes]) for k in scenes[0]}
-  return _render_jit(scene, np.stack(exts), np.stack(fovs), int(H), int(W), bool(normalize))
+  return _render_jit(
+    scene, np.stack(exts), np.stack(fovs), int(H), int(W), bool(normalize)
+  )
 
 
 # one compiled program instead of dozens of eager ops per batch of scenes
 _pose_encoding = jax.jit(geo.cameras_to_pose_encoding, static_argnums=2)
 
-SCENE_ARRAY_KEYS = ("images", "depth", "points", "valid", "extrinsics", "intrinsics", "pose_enc")
+SCENE_ARRAY_KEYS = (
+  "images",
+  "depth",
+  "points",
+  "valid",
+  "extrinsics",
+  "intrinsics",
+  "pose_enc",
+)
 
 
 def scene_arrays(batch: SceneBatch) -> dict[str, np.ndarray]:
-  """A :class:`SceneBatch` as NumPy arrays, with VGGT's pose encoding of its cameras.
+  """A :class:`SceneBatch` as NumPy arrays, with VGGT's pose encoding of its
+  cameras.
 
   Args:
-    batch: scenes ``[B, S, ...]`` (:func:`render_scenes`, ``load_multiview_scenes``).
+    batch: scenes ``[B, S, ...]`` (:func:`render_scenes`,
+      ``load_multiview_scenes``).
 
   Returns:
-    ``{"images" [B,S,H,W,3], "depth" [B,S,H,W], "points" [B,S,H,W,3], "valid" [B,S,H,W],
-    "extrinsics" [B,S,3,4], "intrinsics" [B,S,3,3], "pose_enc" [B,S,9]}``.
+    ``{"images" [B,S,H,W,3], "depth" [B,S,H,W], "points" [B,S,H,W,3], "valid"
+    [B,S,H,W], "extrinsics" [B,S,3,4], "intrinsics" [B,S,3,3], "pose_enc"
+    [B,S,9]}``.
 
   Raises:
-    ValueError: a camera whose pose encoding is not finite (e.g. not a rotation; under jit
-      :func:`cameras_to_pose_encoding` gives NaN instead of raising).
+    ValueError: a camera whose pose encoding is not finite (e.g. not a rotation;
+      under jit :func:`cameras_to_pose_encoding` gives NaN instead of raising).
   """
   hw = tuple(batch.images.shape[2:4])
   pose_enc = np.asarray(_pose_encoding(batch.extrinsics, batch.intrinsics, hw))
   if not np.isfinite(pose_enc).all():
-    raise ValueError("the cameras give a non-finite pose encoding (not rotations?)")
-  return {**{k: np.asarray(getattr(batch, k)) for k in SCENE_ARRAY_KEYS[:-1]}, "pose_enc": pose_enc}
+    raise ValueError(
+      "the cameras give a non-finite pose encoding (not rotations?)"
+    )
+  return {
+    **{k: np.asarray(getattr(batch, k)) for k in SCENE_ARRAY_KEYS[:-1]},
+    "pose_enc": pose_enc,
+  }
 
 
 def render_scene_arrays(
@@ -387,10 +461,11 @@ def render_scene_arrays(
   fog: float | None = None,
   chunk: int = 16,
 ) -> dict[str, np.ndarray]:
-  """:func:`render_scenes` in equal chunks, as :func:`scene_arrays` (one compilation).
+  """:func:`render_scenes` in equal chunks, as :func:`scene_arrays` (one
+  compilation).
 
-  Chunk ``i`` is rendered from the int seed ``seed + i * chunk``; the last chunk is rendered
-  whole and cut, so every chunk has one shape.
+  Chunk ``i`` is rendered from the int seed ``seed + i * chunk``; the last chunk
+  is rendered whole and cut, so every chunk has one shape.
 
   Args:
     seed: the int seed of the first chunk.
@@ -404,12 +479,26 @@ def render_scene_arrays(
   Returns:
     The :func:`scene_arrays` of the ``num_scenes`` scenes.
   """
-  if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+  if (
+    isinstance(chunk, bool)
+    or not isinstance(chunk, (int, np.integer))
+    or chunk < 1
+  ):
     raise ValueError(f"chunk must be an int >= 1, got {chunk!r}")
   parts = [
     scene_arrays(
-      render_scenes(seed + start, chunk, num_views, image_size=image_size, split=split, fog=fog)
+      render_scenes(
+        seed + start,
+        chunk,
+        num_views,
+        image_size=image_size,
+        split=split,
+        fog=fog,
+      )
     )
     for start in range(0, num_scenes, chunk)
   ]
-  return {k: np.concatenate([p[k] for p in parts])[:num_scenes] for k in SCENE_ARRAY_KEYS}
+  return {
+    k: np.concatenate([p[k] for p in parts])[:num_scenes]
+    for k in SCENE_ARRAY_KEYS
+  }

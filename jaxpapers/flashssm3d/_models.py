@@ -1,19 +1,23 @@
-"""FlashSSM-3D student (bidirectional selective SSM) and a VGGT-like alternating-attention teacher.
+"""FlashSSM-3D student (bidirectional selective SSM) and a VGGT-like
+alternating-attention teacher.
 
-Both models map ``images [B, S, H, W, 3]`` in [0, 1] to :class:`Predictions` in VGGT's output
-conventions (pose encoding ``absT_quaR_FoV``, depth with ``exp`` activation, points with
-``inv_log``, confidences ``1 + exp``; world frame = first camera).
+Both models map ``images [B, S, H, W, 3]`` in [0, 1] to :class:`Predictions` in
+VGGT's output conventions (pose encoding ``absT_quaR_FoV``, depth with ``exp``
+activation, points with ``inv_log``, confidences ``1 + exp``; world frame =
+first camera).
 
-Shared token layout (VGGT, arXiv:2503.11651 §3): per frame ``T = 1 + R + P`` tokens — one camera
-token, ``R`` register tokens, ``P = (H/p)(W/p)`` patch tokens. Frame 0 has its own learnable camera
-and register tokens; the other frames share a second set.
+Shared token layout (VGGT, arXiv:2503.11651 §3): per frame ``T = 1 + R + P``
+tokens — one camera token, ``R`` register tokens, ``P = (H/p)(W/p)`` patch
+tokens. Frame 0 has its own learnable camera and register tokens; the other
+frames share a second set.
 
-* **Student [reconstruction]** — each block: (1) frame mixer, a bidirectional SSM within each frame
-  (raster order alternating row/column-major between blocks); (2) global mixer, a bidirectional SSM
-  over all ``S·T`` tokens (order alternating frame-major / position-major); (3) a SwiGLU MLP; all
-  pre-norm residual. Cost per block ``O(S·T·E·N)``: linear in the number of views.
-* **Teacher** — VGGT's aggregator in miniature: pairs of (frame attention, global attention), each
-  with an MLP. Global attention costs ``O((S·T)²)``.
+* **Student [reconstruction]** — each block: (1) frame mixer, a bidirectional
+  SSM within each frame (raster order alternating row/column-major between
+  blocks); (2) global mixer, a bidirectional SSM over all ``S·T`` tokens (order
+  alternating frame-major / position-major); (3) a SwiGLU MLP; all pre-norm
+  residual. Cost per block ``O(S·T·E·N)``: linear in the number of views.
+* **Teacher** — VGGT's aggregator in miniature: pairs of (frame attention,
+  global attention), each with an MLP. Global attention costs ``O((S·T)²)``.
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ class FlashSSM3DConfig:
 
   Attributes:
     width: token width ``D``.
-    depth: number of SSM blocks (each: a within-frame and a global :class:`BiSSM`, and an MLP).
+    depth: number of SSM blocks (each: a within-frame and a global
+      :class:`BiSSM`, and an MLP).
     state: SSM state size ``N``.
     expand: inner width factor of each :class:`BiSSM` (``E = expand · D``).
     patch: patch side ``p`` in pixels.
@@ -76,13 +81,15 @@ class FlashSSM3DConfig:
     image_size: side of the square input frames (divisible by ``patch``).
     mlp_ratio: hidden width of the SwiGLU MLP, as a multiple of ``width``.
     camera_stages: iterative refinement stages of the camera head.
-    method: scan implementation, one of ``SCAN_METHODS`` (see :func:`selective_scan`).
+    method: scan implementation, one of ``SCAN_METHODS`` (see
+      :func:`selective_scan`).
     chunk_size: chunk length of ``method='chunked'``.
     global_orders: the global scan orders, used in turn by successive blocks
       (``'frame_major'`` / ``'position_major'``).
-    remat: ``jax.checkpoint`` each block (recompute its activations in the backward pass).
-    dtype: compute dtype of the backbone, ``'float32'`` or ``'bfloat16'`` (parameters, scan
-      state and heads stay float32).
+    remat: ``jax.checkpoint`` each block (recompute its activations in the
+      backward pass).
+    dtype: compute dtype of the backbone, ``'float32'`` or ``'bfloat16'``
+      (parameters, scan state and heads stay float32).
     pixel_mean: per-channel RGB mean subtracted from the input images (see
       :func:`pixel_statistics`).
     pixel_std: per-channel RGB scale (> 0) the centred images are divided by.
@@ -100,8 +107,10 @@ class FlashSSM3DConfig:
   method: str = "scan"
   chunk_size: int = 64
   global_orders: tuple = ("frame_major", "position_major")
-  remat: bool = False  # jax.checkpoint each block (recompute activations in the backward pass)
-  dtype: str = "float32"  # compute dtype of the backbone; 'bfloat16' keeps f32 params/state/heads
+  # jax.checkpoint each block (recompute activations in the backward pass)
+  remat: bool = False
+  # compute dtype of the backbone; 'bfloat16' keeps f32 params/state/heads
+  dtype: str = "float32"
   pixel_mean: tuple = (0.0, 0.0, 0.0)
   pixel_std: tuple = (1.0, 1.0, 1.0)
 
@@ -122,22 +131,36 @@ class FlashSSM3DConfig:
       if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise ValueError(f"FlashSSM3DConfig.{f} must be an int >= 1, got {v!r}")
     if self.registers < 0:
-      raise ValueError(f"FlashSSM3DConfig.registers must be >= 0, got {self.registers}")
+      raise ValueError(
+        f"FlashSSM3DConfig.registers must be >= 0, got {self.registers}"
+      )
     if isinstance(self.global_orders, str) or not tuple(self.global_orders):
       raise ValueError(
-        f"global_orders must be a non-empty tuple of orders, got {self.global_orders!r}"
+        "global_orders must be a non-empty tuple of orders, "
+        f"got {self.global_orders!r}"
       )
     if self.image_size % self.patch:
-      raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
+      raise ValueError(
+        f"image_size {self.image_size} must be divisible by patch {self.patch}"
+      )
     if self.method not in _ssm.SCAN_METHODS:
-      raise ValueError(f"method must be one of {_ssm.SCAN_METHODS}, got {self.method!r}")
+      raise ValueError(
+        f"method must be one of {_ssm.SCAN_METHODS}, got {self.method!r}"
+      )
     if self.dtype not in _DTYPES:
-      raise ValueError(f"FlashSSM3DConfig.dtype must be one of {_DTYPES}, got {self.dtype!r}")
+      raise ValueError(
+        f"FlashSSM3DConfig.dtype must be one of {_DTYPES}, got {self.dtype!r}"
+      )
     if not isinstance(self.remat, bool):
-      raise ValueError(f"FlashSSM3DConfig.remat must be a bool, got {self.remat!r}")
+      raise ValueError(
+        f"FlashSSM3DConfig.remat must be a bool, got {self.remat!r}"
+      )
     for o in self.global_orders:
       if o not in ("frame_major", "position_major"):
-        raise ValueError(f"global_orders entries must be 'frame_major'/'position_major', got {o!r}")
+        raise ValueError(
+          "global_orders entries must be 'frame_major'/'position_major', "
+          f"got {o!r}"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,16 +194,30 @@ class TeacherConfig:
 
   def __post_init__(self):
     _check_pixel_norm(self)
-    for f in ("width", "depth", "heads", "patch", "image_size", "mlp_ratio", "camera_stages"):
+    for f in (
+      "width",
+      "depth",
+      "heads",
+      "patch",
+      "image_size",
+      "mlp_ratio",
+      "camera_stages",
+    ):
       v = getattr(self, f)
       if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise ValueError(f"TeacherConfig.{f} must be an int >= 1, got {v!r}")
     if self.registers < 0:
-      raise ValueError(f"TeacherConfig.registers must be >= 0, got {self.registers}")
+      raise ValueError(
+        f"TeacherConfig.registers must be >= 0, got {self.registers}"
+      )
     if self.width % self.heads:
-      raise ValueError(f"width {self.width} must be divisible by heads {self.heads}")
+      raise ValueError(
+        f"width {self.width} must be divisible by heads {self.heads}"
+      )
     if self.image_size % self.patch:
-      raise ValueError(f"image_size {self.image_size} must be divisible by patch {self.patch}")
+      raise ValueError(
+        f"image_size {self.image_size} must be divisible by patch {self.patch}"
+      )
 
 
 def _check_pixel_norm(cfg):
@@ -190,32 +227,44 @@ def _check_pixel_norm(cfg):
     try:
       vals = tuple(float(x) for x in v)
     except TypeError:
-      raise ValueError(f"{name}.{f} must be 3 floats (R, G, B), got {v!r}") from None
+      raise ValueError(
+        f"{name}.{f} must be 3 floats (R, G, B), got {v!r}"
+      ) from None
     if len(vals) != 3 or not all(np.isfinite(vals)):
-      raise ValueError(f"{name}.{f} must be 3 finite floats (R, G, B), got {v!r}")
+      raise ValueError(
+        f"{name}.{f} must be 3 finite floats (R, G, B), got {v!r}"
+      )
     if f == "pixel_std" and min(vals) <= 0:
       raise ValueError(f"{name}.pixel_std must be > 0 per channel, got {v!r}")
-    object.__setattr__(cfg, f, vals)  # a hashable tuple of floats (the config is static)
+    # a hashable tuple of floats (the config is static)
+    object.__setattr__(cfg, f, vals)
 
 
-def pixel_statistics(images: Any) -> tuple[tuple[float, ...], tuple[float, ...]]:
-  """Per-channel mean and standard deviation of a set of images, for the models' input norm.
+def pixel_statistics(
+  images: Any,
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+  """Per-channel mean and standard deviation of a set of images, for the models'
+  input norm.
 
-  The models subtract ``pixel_mean`` and divide by ``pixel_std`` before the patch embedding
-  (as VGGT normalises its inputs for DINO). Fit them on the training images: rendered frames
-  whose pixels vary little around a large common value (e.g. fogged scenes) otherwise give
-  patch tokens that differ by a few percent of their norm, and the camera token learns to
-  ignore the images.
+  The models subtract ``pixel_mean`` and divide by ``pixel_std`` before the
+  patch embedding (as VGGT normalises its inputs for DINO). Fit them on the
+  training images: rendered frames whose pixels vary little around a large
+  common value (e.g. fogged scenes) otherwise give patch tokens that differ by a
+  few percent of their norm, and the camera token learns to ignore the images.
 
   Args:
-    images: ``[..., 3]`` float RGB images (any leading dims), e.g. ``[N, S, H, W, 3]``.
+    images: ``[..., 3]`` float RGB images (any leading dims), e.g.
+      ``[N, S, H, W, 3]``.
 
   Returns:
-    ``(mean, std)``: two tuples of 3 floats (a channel without variation gets std 1).
+    ``(mean, std)``: two tuples of 3 floats (a channel without variation gets
+    std 1).
   """
   x = np.asarray(images, np.float64)
   if x.ndim < 2 or x.shape[-1] != 3 or x.size == 0:
-    raise ValueError(f"images must be [..., 3] RGB with at least one pixel, got {x.shape}")
+    raise ValueError(
+      f"images must be [..., 3] RGB with at least one pixel, got {x.shape}"
+    )
   if not np.all(np.isfinite(x)):
     raise ValueError("images must be finite")
   x = x.reshape(-1, 3)
@@ -244,13 +293,16 @@ class Attention(nnx.Module):
 
   def __call__(self, x):
     M, L, D = x.shape
-    q, k, v = jnp.split(self.qkv(x).reshape(M, L, 3 * self.heads, D // self.heads), 3, axis=2)
+    q, k, v = jnp.split(
+      self.qkv(x).reshape(M, L, 3 * self.heads, D // self.heads), 3, axis=2
+    )
     y = jax.nn.dot_product_attention(q, k, v)
     return self.out(y.reshape(M, L, D))
 
 
 class _Common(nnx.Module):
-  """Patch embedding, special tokens and VGGT-style heads shared by student and teacher."""
+  """Patch embedding, special tokens and VGGT-style heads shared by student and
+  teacher."""
 
   def _init_common(self, cfg, *, rngs):
     D, p, R = cfg.width, cfg.patch, cfg.registers
@@ -259,15 +311,21 @@ class _Common(nnx.Module):
     self.grid = (cfg.image_size // p, cfg.image_size // p)
     P = self.grid[0] * self.grid[1]
     self.num_special = 1 + R
-    self.patch_embed = nnx.Linear(3 * p * p, D, dtype=self.compute_dtype, rngs=rngs)
+    self.patch_embed = nnx.Linear(
+      3 * p * p, D, dtype=self.compute_dtype, rngs=rngs
+    )
     init = nnx.initializers.normal(0.02)
     self.pos = nnx.Param(init(rngs.params(), (P, D)))
-    self.special = nnx.Param(init(rngs.params(), (2, 1 + R, D)))  # [first/other, cam+regs, D]
+    # [first/other, cam+regs, D]
+    self.special = nnx.Param(init(rngs.params(), (2, 1 + R, D)))
     self.norm_out = nnx.LayerNorm(D, rngs=rngs)
-    # camera head: trunk on the camera token + iterative refinement with shared weights
+    # camera head: trunk on the camera token + iterative refinement with shared
+    # weights
     self.cam_trunk = nnx.Linear(D, D, rngs=rngs)
     self.cam_ref1 = nnx.Linear(D + 9, D, rngs=rngs)
-    self.cam_ref2 = nnx.Linear(D, 9, rngs=rngs, kernel_init=nnx.initializers.zeros_init())
+    self.cam_ref2 = nnx.Linear(
+      D, 9, rngs=rngs, kernel_init=nnx.initializers.zeros_init()
+    )
     # dense head: per-token linear "pixel shuffle" to p*p*6 values
     self.dense = nnx.Linear(D, p * p * _N_OUT, rngs=rngs)
 
@@ -276,18 +334,27 @@ class _Common(nnx.Module):
     if images.ndim != 5 or images.shape[-1] != 3:
       raise ValueError(f"images must be [B, S, H, W, 3], got {images.shape}")
     if not jnp.issubdtype(images.dtype, jnp.floating):
-      raise TypeError(f"images must be floating point in [0, 1], got {images.dtype}")
+      raise TypeError(
+        f"images must be floating point in [0, 1], got {images.dtype}"
+      )
     B, S, H, W, _ = images.shape
     if (H, W) != (cfg.image_size, cfg.image_size):
       raise ValueError(
-        f"images must be {cfg.image_size}x{cfg.image_size} (config.image_size), got {H}x{W}"
+        f"images must be {cfg.image_size}x{cfg.image_size} "
+        f"(config.image_size), got {H}x{W}"
       )
     p, (gh, gw) = cfg.patch, self.grid
     mean = jnp.asarray(cfg.pixel_mean, images.dtype)
     std = jnp.asarray(cfg.pixel_std, images.dtype)
-    x = ((images - mean) / std).reshape(B, S, gh, p, gw, p, 3).transpose(0, 1, 2, 4, 3, 5, 6)
+    x = (
+      ((images - mean) / std)
+      .reshape(B, S, gh, p, gw, p, 3)
+      .transpose(0, 1, 2, 4, 3, 5, 6)
+    )
     cdt = self.compute_dtype
-    x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[...].astype(cdt)
+    x = self.patch_embed(x.reshape(B, S, gh * gw, p * p * 3)) + self.pos[
+      ...
+    ].astype(cdt)
     sp = self.special[...].astype(cdt)
     first = jnp.broadcast_to(sp[0], (B, 1) + sp.shape[1:])
     rest = jnp.broadcast_to(sp[1], (B, S - 1) + sp.shape[1:])
@@ -296,14 +363,17 @@ class _Common(nnx.Module):
 
   def _heads(self, tok):
     cfg = self.cfg
-    tok = self.norm_out(tok.astype(jnp.float32))  # heads in float32 (exp activations)
+    # heads in float32 (exp activations)
+    tok = self.norm_out(tok.astype(jnp.float32))
     B, S = tok.shape[:2]
     # camera
     h = jax.nn.gelu(self.cam_trunk(tok[:, :, 0]))
     pose = jnp.broadcast_to(jnp.asarray(_POSE_INIT, tok.dtype), (B, S, 9))
     stages = []
     for _ in range(cfg.camera_stages):
-      pose = pose + self.cam_ref2(jax.nn.gelu(self.cam_ref1(jnp.concatenate([h, pose], -1))))
+      pose = pose + self.cam_ref2(
+        jax.nn.gelu(self.cam_ref1(jnp.concatenate([h, pose], -1)))
+      )
       stages.append(pose)
     stages = jnp.stack(stages)
     # dense
@@ -316,10 +386,13 @@ class _Common(nnx.Module):
     x = d[..., 2:5]
     points = jnp.sign(x) * jnp.expm1(jnp.minimum(jnp.abs(x), 10.0))  # inv_log
     point_conf = 1.0 + jnp.exp(jnp.clip(d[..., 5], -10.0, 10.0))
-    return Predictions(stages[-1], depth, depth_conf, points, point_conf, stages)
+    return Predictions(
+      stages[-1], depth, depth_conf, points, point_conf, stages
+    )
 
   def backbone(self, x: jax.Array) -> jax.Array:
-    """The model's token mixer on ``x [B, S, T, D]``; each subclass defines it."""
+    """The model's token mixer on ``x [B, S, T, D]``; each subclass defines
+    it."""
     raise NotImplementedError
 
   def __call__(self, images, *, deterministic: bool = True) -> Predictions:
@@ -341,7 +414,9 @@ class _SSMBlock(nnx.Module):
       dtype=dtype,
       rngs=rngs,
     )
-    self.n1, self.n2, self.n3 = (nnx.LayerNorm(D, dtype=dtype, rngs=rngs) for _ in range(3))
+    self.n1, self.n2, self.n3 = (
+      nnx.LayerNorm(D, dtype=dtype, rngs=rngs) for _ in range(3)
+    )
     self.frame = _ssm.BiSSM(D, **kw)
     self.glob = _ssm.BiSSM(D, **kw)
     self.mlp = SwiGLU(D, cfg.mlp_ratio * D, dtype=dtype, rngs=rngs)
@@ -351,11 +426,15 @@ class _SSMBlock(nnx.Module):
 
   def __call__(self, x):  # x [B, S, T, D]
     B, S, T, D = x.shape
-    perm = _ssm.scan_order(S, self.grid, kind=self.frame_kind, num_special=self.num_special)
+    perm = _ssm.scan_order(
+      S, self.grid, kind=self.frame_kind, num_special=self.num_special
+    )
     inv = np.argsort(perm)
     h = self.n1(x)[:, :, perm]
     x = x + self.frame(h.reshape(B * S, T, D)).reshape(B, S, T, D)[:, :, inv]
-    perm = _ssm.scan_order(S, self.grid, kind=self.global_kind, num_special=self.num_special)
+    perm = _ssm.scan_order(
+      S, self.grid, kind=self.global_kind, num_special=self.num_special
+    )
     inv = np.argsort(perm)
     h = self.n2(x).reshape(B, S * T, D)[:, perm]
     x = x + self.glob(h)[:, inv].reshape(B, S, T, D)
@@ -363,21 +442,25 @@ class _SSMBlock(nnx.Module):
 
 
 class FlashSSM3D(_Common):
-  """Attention-free student: bidirectional selective-SSM backbone + VGGT heads **[reconstruction]**.
+  """Attention-free student: bidirectional selective-SSM backbone + VGGT heads
+  **[reconstruction]**.
 
   Args:
     config: :class:`FlashSSM3DConfig`.
     rngs: ``nnx.Rngs``.
 
-  Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Time and memory are linear in ``S``.
+  Call: ``model(images [B, S, H, W, 3]) -> Predictions``. Time and memory are
+  linear in ``S``.
 
-  Accelerator settings (``FlashSSM3DConfig``): ``method='chunked'`` (``L / chunk_size``
-  sequential steps, one chunk's state in memory), ``remat=True`` (``jax.checkpoint`` per block),
-  ``dtype='bfloat16'`` (bf16 backbone; float32 parameters, scan state, Δ and heads). The batch
-  axis is independent, so sharding it over a ``jax.make_mesh`` mesh needs no model change.
+  Accelerator settings (``FlashSSM3DConfig``): ``method='chunked'``
+  (``L / chunk_size`` sequential steps, one chunk's state in memory),
+  ``remat=True`` (``jax.checkpoint`` per block), ``dtype='bfloat16'`` (bf16
+  backbone; float32 parameters, scan state, Δ and heads). The batch axis is
+  independent, so sharding it over a ``jax.make_mesh`` mesh needs no model
+  change.
 
-  References: FlashSSM-3D (NeurIPS 2026; no arXiv id found); Mamba, arXiv:2312.00752;
-  VGGT, arXiv:2503.11651.
+  References: FlashSSM-3D (NeurIPS 2026; no arXiv id found); Mamba,
+  arXiv:2312.00752; VGGT, arXiv:2503.11651.
 
   Example:
     config = FlashSSM3DConfig(image_size=32, patch=4, method="chunked")
@@ -386,26 +469,32 @@ class FlashSSM3D(_Common):
     pred = model(batch.images)  # pred.pose_enc [2, 4, 9], pred.depth [2, 4, 32, 32, 1]
   """
 
-  def __init__(self, config: FlashSSM3DConfig = FlashSSM3DConfig(), *, rngs: nnx.Rngs):
+  def __init__(
+    self, config: FlashSSM3DConfig = FlashSSM3DConfig(), *, rngs: nnx.Rngs
+  ):
     if not isinstance(config, FlashSSM3DConfig):
       raise TypeError(f"config must be a FlashSSM3DConfig, got {type(config)}")
     self._init_common(config, rngs=rngs)
     self.blocks = nnx.List(
-      [_SSMBlock(config, i, self.grid, self.num_special, rngs=rngs) for i in range(config.depth)]
+      [
+        _SSMBlock(config, i, self.grid, self.num_special, rngs=rngs)
+        for i in range(config.depth)
+      ]
     )
 
   def backbone(self, x: jax.Array) -> jax.Array:
     """The SSM blocks on the token grid.
 
     Args:
-      x: ``[B, S, T, D]`` tokens, ``T = 1 + registers + (image_size / patch)²`` per frame
-        (camera token, registers, then patches row-major).
+      x: ``[B, S, T, D]`` tokens, ``T = 1 + registers + (image_size / patch)²``
+        per frame (camera token, registers, then patches row-major).
 
     Returns:
       ``[B, S, T, D]`` mixed tokens.
     """
     for blk in self.blocks:
-      if self.cfg.remat:  # activations of the block are recomputed in the backward pass
+      # activations of the block are recomputed in the backward pass
+      if self.cfg.remat:
         x = nnx.remat(lambda b, v: b(v))(blk, x)
       else:
         x = blk(x)
@@ -415,7 +504,9 @@ class FlashSSM3D(_Common):
 class _AABlock(nnx.Module):
   def __init__(self, cfg, *, rngs):
     D = cfg.width
-    self.n1, self.n2, self.n3, self.n4 = (nnx.LayerNorm(D, rngs=rngs) for _ in range(4))
+    self.n1, self.n2, self.n3, self.n4 = (
+      nnx.LayerNorm(D, rngs=rngs) for _ in range(4)
+    )
     self.frame_attn = Attention(D, cfg.heads, rngs=rngs)
     self.frame_mlp = SwiGLU(D, cfg.mlp_ratio * D, rngs=rngs)
     self.global_attn = Attention(D, cfg.heads, rngs=rngs)
@@ -425,12 +516,15 @@ class _AABlock(nnx.Module):
     B, S, T, D = x.shape
     x = x + self.frame_attn(self.n1(x).reshape(B * S, T, D)).reshape(B, S, T, D)
     x = x + self.frame_mlp(self.n2(x))
-    x = x + self.global_attn(self.n3(x).reshape(B, S * T, D)).reshape(B, S, T, D)
+    x = x + self.global_attn(self.n3(x).reshape(B, S * T, D)).reshape(
+      B, S, T, D
+    )
     return x + self.global_mlp(self.n4(x))
 
 
 class AATeacher(_Common):
-  """Small VGGT-style alternating-attention model (frame attention / global attention pairs).
+  """Small VGGT-style alternating-attention model (frame attention / global
+  attention pairs).
 
   Args:
     config: :class:`TeacherConfig`.
@@ -441,11 +535,15 @@ class AATeacher(_Common):
   References: VGGT, arXiv:2503.11651.
   """
 
-  def __init__(self, config: TeacherConfig = TeacherConfig(), *, rngs: nnx.Rngs):
+  def __init__(
+    self, config: TeacherConfig = TeacherConfig(), *, rngs: nnx.Rngs
+  ):
     if not isinstance(config, TeacherConfig):
       raise TypeError(f"config must be a TeacherConfig, got {type(config)}")
     self._init_common(config, rngs=rngs)
-    self.blocks = nnx.List([_AABlock(config, rngs=rngs) for _ in range(config.depth)])
+    self.blocks = nnx.List(
+      [_AABlock(config, rngs=rngs) for _ in range(config.depth)]
+    )
 
   def backbone(self, x: jax.Array) -> jax.Array:
     """The alternating-attention blocks on the token grid.
@@ -472,4 +570,6 @@ def count_params(model: nnx.Module) -> int:
   """
   if not isinstance(model, nnx.Module):
     raise TypeError(f"model must be an nnx.Module, got {type(model).__name__}")
-  return int(sum(np.prod(v.shape) for v in jax.tree.leaves(nnx.state(model, nnx.Param))))
+  return int(
+    sum(np.prod(v.shape) for v in jax.tree.leaves(nnx.state(model, nnx.Param)))
+  )

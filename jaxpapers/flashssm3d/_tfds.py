@@ -1,7 +1,9 @@
-"""TFDS builder for the procedural FlashSSM-3D scenes, usable offline without TensorFlow.
+"""TFDS builder for the procedural FlashSSM-3D scenes, usable offline without
+TensorFlow.
 
-The builder writes ``array_record`` files and is read with ``tfds.data_source`` (random access,
-NumPy records, no TensorFlow import). Train and test use disjoint seeds.
+The builder writes ``array_record`` files and is read with ``tfds.data_source``
+(random access, NumPy records, no TensorFlow import). Train and test use
+disjoint seeds.
 
 Example::
 
@@ -23,7 +25,12 @@ import tensorflow_datasets as tfds
 
 from jaxpapers.flashssm3d import _data
 
-__all__ = ["FlashSsm3dScenes", "SceneBuilderConfig", "build_scene_dataset", "batch_from_records"]
+__all__ = [
+  "FlashSsm3dScenes",
+  "SceneBuilderConfig",
+  "build_scene_dataset",
+  "batch_from_records",
+]
 
 _TRAIN_SEED = 1_000_003
 _TEST_SEED = 2_000_003
@@ -39,17 +46,20 @@ class SceneBuilderConfig(tfds.core.BuilderConfig):
 
 
 class FlashSsm3dScenes(tfds.core.GeneratorBasedBuilder):
-  """Procedural multi-view scenes (RGB, depth, points, valid mask, cameras) — a synthetic proxy."""
+  """Procedural multi-view scenes (RGB, depth, points, valid mask, cameras) — a
+  synthetic proxy."""
 
   VERSION = tfds.core.Version("1.0.0")
-  # No checksums file and no source-code lookup: the data is generated, never downloaded. (This
-  # also avoids TFDS's optional ``importlib_resources`` import on that path.)
+  # No checksums file and no source-code lookup: the data is generated, never
+  # downloaded. (This also avoids TFDS's optional ``importlib_resources`` import
+  # on that path.)
   code_path = None
   BUILDER_CONFIGS = [SceneBuilderConfig(name="default")]
 
   @property
   def _config(self) -> SceneBuilderConfig:
-    # Always set: BUILDER_CONFIGS gives a default and build_scene_dataset passes its own.
+    # Always set: BUILDER_CONFIGS gives a default and build_scene_dataset passes
+    # its own.
     return cast(SceneBuilderConfig, self.builder_config)
 
   def _info(self):
@@ -67,7 +77,9 @@ class FlashSsm3dScenes(tfds.core.GeneratorBasedBuilder):
           "intrinsics": T(shape=(S, 3, 3), dtype=np.float32),
         }
       ),
-      description="Seeded procedural rooms with primitives, normalised like VGGT targets.",
+      description=(
+        "Seeded procedural rooms with primitives, normalised like VGGT targets."
+      ),
     )
 
   def _split_generators(self, dl_manager):
@@ -83,7 +95,11 @@ class FlashSsm3dScenes(tfds.core.GeneratorBasedBuilder):
     for start in range(0, n, chunk):
       m = min(chunk, n - start)
       b = _data.render_scenes(
-        seed + start, m, c.num_views, image_size=c.image_size, split=c.split_kind
+        seed + start,
+        m,
+        c.num_views,
+        image_size=c.image_size,
+        split=c.split_kind,
       )
       b = jax.tree.map(np.asarray, b)
       for i in range(m):
@@ -109,9 +125,11 @@ def build_scene_dataset(
   image_size: int = 32,
   split: str = "orbit_easy",
 ) -> dict[str, Any]:
-  """Generate (once) and open the dataset; returns ``{'train': source, 'test': source}``.
+  """Generate (once) and open the dataset; returns ``{'train': source, 'test':
+  source}``.
 
-  Each source supports ``len()`` and random access returning dicts of NumPy arrays.
+  Each source supports ``len()`` and random access returning dicts of NumPy
+  arrays.
   """
   if split not in _data.SPLITS:
     raise ValueError(f"split must be one of {_data.SPLITS}, got {split!r}")
@@ -132,7 +150,9 @@ def build_scene_dataset(
     num_train=num_train,
     num_test=num_test,
   )
-  builder = FlashSsm3dScenes(config=cfg, data_dir=str(data_dir), file_format="array_record")
+  builder = FlashSsm3dScenes(
+    config=cfg, data_dir=str(data_dir), file_format=("array_record")
+  )
   builder.download_and_prepare()
   return {
     k: builder.as_data_source(split=k)  # pyright: ignore[reportCallIssue]  # logging decorator hides the signature
@@ -140,8 +160,11 @@ def build_scene_dataset(
   }
 
 
-def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> _data.SceneBatch:
-  """Stack records from a data source into a :class:`SceneBatch` (images back to [0, 1])."""
+def batch_from_records(
+  records: Iterable[Mapping[str, np.ndarray]],
+) -> _data.SceneBatch:
+  """Stack records from a data source into a :class:`SceneBatch` (images back to
+  [0, 1])."""
   records = list(records)
   if not records:
     raise ValueError("records must be a non-empty sequence of dataset records")
@@ -149,7 +172,9 @@ def batch_from_records(records: Iterable[Mapping[str, np.ndarray]]) -> _data.Sce
   for r in records:
     missing = [k for k in keys if k not in r]
     if missing:
-      raise ValueError(f"each record needs the keys {keys}; a record lacks {missing}")
+      raise ValueError(
+        f"each record needs the keys {keys}; a record lacks {missing}"
+      )
   st = lambda k: np.stack([r[k] for r in records])
   return _data.SceneBatch(
     images=st("images").astype(np.float32) / 255.0,

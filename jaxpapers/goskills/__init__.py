@@ -1,17 +1,19 @@
 """GoSkills: group-structured skill retrieval for agent skill libraries.
 
-"Group of Skills: Group-Structured Skill Retrieval for Agent Skill Libraries" (Zeng, Huo,
-Zhang, Ye, Zhuo, Liu, Lu, Wen, Tang; arXiv:2605.06978). The pipeline follows the abstract:
-anchor-centred skill groups from a typed skill graph, support groups found through a group graph,
-a bottleneck to a bounded set of atomic payloads, and a fixed START / SUPPORT / CHECK / AVOID
-contract. Its details are a **reconstruction** (the paper's code was not read), grounded in the
-retrieval of its predecessor Graph of Skills (``davidliuk/graph-of-skills``), whose transition
-matrix and personalized PageRank are reproduced exactly (:func:`transition_matrix`,
+"Group of Skills: Group-Structured Skill Retrieval for Agent Skill Libraries"
+(Zeng, Huo, Zhang, Ye, Zhuo, Liu, Lu, Wen, Tang; arXiv:2605.06978). The pipeline
+follows the abstract: anchor-centred skill groups from a typed skill graph,
+support groups found through a group graph, a bottleneck to a bounded set of
+atomic payloads, and a fixed START / SUPPORT / CHECK / AVOID contract. Its
+details are a **reconstruction** (the paper's code was not read), grounded in
+the retrieval of its predecessor Graph of Skills
+(``davidliuk/graph-of-skills``), whose transition matrix and personalized
+PageRank are reproduced exactly (:func:`transition_matrix`,
 :func:`personalized_pagerank`). A generated skill library with hidden truth
 (:func:`make_skill_library`, :func:`make_tasks`) and a simulated executor
 (:func:`simulate_execution`) stand in for SkillsBench/ALFWorld and an LLM agent;
-:func:`method_contracts` and :func:`evaluate_methods` run GoSkills, its ablations and the
-baselines on them.
+:func:`method_contracts` and :func:`evaluate_methods` run GoSkills, its
+ablations and the baselines on them.
 """
 
 from jaxpapers.goskills._benchmark import (
@@ -34,7 +36,12 @@ from jaxpapers.goskills._bottleneck import (
   role_priority,
   visible_requirement_coverage,
 )
-from jaxpapers.goskills._controls import pool_bottleneck, root_first, start_only, top_group_root
+from jaxpapers.goskills._controls import (
+  pool_bottleneck,
+  root_first,
+  start_only,
+  top_group_root,
+)
 from jaxpapers.goskills._executor import simulate_execution
 from jaxpapers.goskills._graph import (
   DANGLING,

@@ -1,10 +1,11 @@
-"""Matched controls: the baselines given GoSkills' START rule, bottleneck and budget.
+"""Matched controls: the baselines given GoSkills' START rule, bottleneck and
+budget.
 
-The ablation ladder of the reproduction gives a flat ranking GoSkills' pieces one at a time:
-START = the dependency root of the top-scoring skill's group (:func:`top_group_root`,
-:func:`root_first`), a flat candidate pool through the greedy of eq. (6)
-(:func:`pool_bottleneck`), and GoSkills' own picks without their SUPPORT / CHECK labels and
-AVOID notes (:func:`start_only`).
+The ablation ladder of the reproduction gives a flat ranking GoSkills' pieces
+one at a time: START = the dependency root of the top-scoring skill's group
+(:func:`top_group_root`, :func:`root_first`), a flat candidate pool through the
+greedy of eq. (6) (:func:`pool_bottleneck`), and GoSkills' own picks without
+their SUPPORT / CHECK labels and AVOID notes (:func:`start_only`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from jaxpapers.goskills import _graph as G
-from jaxpapers.goskills._bottleneck import NO_ROLE, START, SUPPORT, budgeted_coverage
+from jaxpapers.goskills._bottleneck import (
+  NO_ROLE,
+  START,
+  SUPPORT,
+  budgeted_coverage,
+)
 from jaxpapers.goskills._groups import build_groups
 
 
-@functools.partial(jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid"))
+@functools.partial(
+  jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid")
+)
 def top_group_root(
   g: G.SkillGraph,
   scores: jax.Array,
@@ -32,13 +40,16 @@ def top_group_root(
   max_check: int,
   max_avoid: int,
 ) -> jax.Array:
-  """The START (dependency root) of the top-scoring skill's group, GoSkills' START rule.
+  """The START (dependency root) of the top-scoring skill's group, GoSkills'
+  START rule.
 
   Args:
     g: the skill graph of ``n`` skills.
-    scores: ``[T, n]`` task scores; the top skill is the anchor (ties: lower id).
+    scores: ``[T, n]`` task scores; the top skill is the anchor (ties: lower
+      id).
     visible: ``[T, R]`` bool visible requirements.
-    depth, max_support, max_check, max_avoid: the group construction of :func:`build_groups`.
+    depth, max_support, max_check, max_avoid: the group construction of
+      :func:`build_groups`.
 
   Returns:
     ``[T]`` int START skill per task.
@@ -64,60 +75,82 @@ def top_group_root(
 
 @functools.partial(jax.jit, static_argnames=("budget", "mu"))
 def pool_bottleneck(
-  req: jax.Array, pool: jax.Array, start: jax.Array, visible: jax.Array, *, budget: int, mu: float
+  req: jax.Array,
+  pool: jax.Array,
+  start: jax.Array,
+  visible: jax.Array,
+  *,
+  budget: int,
+  mu: float,
 ) -> tuple[jax.Array, jax.Array]:
-  """A flat pool through GoSkills' bottleneck (eq. (6), forced START, same budget).
+  """A flat pool through GoSkills' bottleneck (eq. (6), forced START, same
+  budget).
 
-  Every pool member gets the same SUPPORT priority, so the greedy is coverage first, then the
-  pool's rank order, and it fills the budget as GoSkills' greedy does.
+  Every pool member gets the same SUPPORT priority, so the greedy is coverage
+  first, then the pool's rank order, and it fills the budget as GoSkills' greedy
+  does.
 
   Args:
     req: ``[n, R]`` bool requirement matrix of the library.
-    pool: ``[T, P]`` candidate skill ids (-1: none), in the baseline's own rank order.
+    pool: ``[T, P]`` candidate skill ids (-1: none), in the baseline's own rank
+      order.
     start: ``[T]`` the START skill (:func:`top_group_root`).
     visible: ``[T, R]`` bool visible requirements.
     budget: ``B``.
     mu: the role-priority weight of eq. (6).
 
   Returns:
-    ``(ids, roles)``, ``[T, budget]`` each: picks in greedy order (START first), roles START
-    for the START skill and -1 (none) for the others, -1 padded.
+    ``(ids, roles)``, ``[T, budget]`` each: picks in greedy order (START first),
+    roles START for the START skill and -1 (none) for the others, -1 padded.
   """
 
   def one(p, st, v):
     cands = jnp.concatenate([st[None], p])
-    roles = jnp.concatenate([jnp.asarray([START], jnp.int32), jnp.full(p.shape, SUPPORT)])
+    roles = jnp.concatenate(
+      [jnp.asarray([START], jnp.int32), jnp.full(p.shape, SUPPORT)]
+    )
     mask = jnp.concatenate([jnp.asarray([True]), (p >= 0) & (p != st)])
-    picks = budgeted_coverage(cands, roles, mask, req, v, budget=budget, mu=mu, force_start=True)
+    picks = budgeted_coverage(
+      cands, roles, mask, req, v, budget=budget, mu=mu, force_start=True
+    )
     ids = jnp.where(picks >= 0, cands[jnp.clip(picks, 0)], -1)
     return ids, jnp.where(picks == 0, START, NO_ROLE)
 
   return jax.vmap(one)(pool, start, visible)
 
 
-def start_only(ids: ArrayLike, roles: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """The same picks with every role but START dropped and no AVOID notes (numpy).
+def start_only(
+  ids: ArrayLike, roles: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """The same picks with every role but START dropped and no AVOID notes
+  (numpy).
 
   Args:
     ids: ``[T, B]`` picked skill ids.
     roles: ``[T, B]`` their roles.
 
   Returns:
-    ``(ids, roles, avoid)``: ``ids`` unchanged, ``[T, B]`` roles START where they were START
-    and -1 elsewhere, ``[T, 0]`` avoid.
+    ``(ids, roles, avoid)``: ``ids`` unchanged, ``[T, B]`` roles START where
+    they were START and -1 elsewhere, ``[T, 0]`` avoid.
   """
   ids, roles = np.asarray(ids), np.asarray(roles)
   if ids.ndim != 2 or roles.shape != ids.shape:
     raise ValueError(
-      f"start_only needs ids and roles of one shape [T, B], got {ids.shape}, {roles.shape}"
+      f"start_only needs ids and roles of one shape [T, B], got {ids.shape}, "
+      f"{roles.shape}"
     )
-  return ids, np.where(roles == START, START, NO_ROLE), np.full((ids.shape[0], 0), -1, np.int32)
+  return (
+    ids,
+    np.where(roles == START, START, NO_ROLE),
+    np.full((ids.shape[0], 0), -1, np.int32),
+  )
 
 
 def root_first(
   flat_ids: ArrayLike, root: ArrayLike, bmax: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """START = ``root`` followed by the flat ranking without it, cut to ``bmax`` (numpy).
+  """START = ``root`` followed by the flat ranking without it, cut to ``bmax``
+  (numpy).
 
   Args:
     flat_ids: ``[T, K]`` flat ranking, ``K >= bmax``.
@@ -125,18 +158,23 @@ def root_first(
     bmax: list length.
 
   Returns:
-    ``(ids, roles, avoid)``: ``[T, bmax]`` ids, roles START at position 0 and -1 elsewhere,
-    ``[T, 0]`` avoid.
+    ``(ids, roles, avoid)``: ``[T, bmax]`` ids, roles START at position 0 and -1
+    elsewhere, ``[T, 0]`` avoid.
   """
   flat_ids, root = np.asarray(flat_ids), np.asarray(root)
-  if flat_ids.ndim != 2 or root.shape != flat_ids.shape[:1] or not 1 <= bmax <= flat_ids.shape[1]:
+  if (
+    flat_ids.ndim != 2
+    or root.shape != flat_ids.shape[:1]
+    or not 1 <= bmax <= flat_ids.shape[1]
+  ):
     raise ValueError(
-      f"root_first needs flat_ids [T, K], root [T] and 1 <= bmax <= K; got flat_ids "
-      f"{flat_ids.shape}, root {root.shape}, bmax={bmax!r}"
+      "root_first needs flat_ids [T, K], root [T] and 1 <= bmax <= K; "
+      f"got flat_ids {flat_ids.shape}, root {root.shape}, bmax={bmax!r}"
     )
   t = flat_ids.shape[0]
   rest = np.where(flat_ids == root[:, None], -1, flat_ids)
-  order = np.argsort(rest < 0, axis=1, kind="stable")  # drop the root, keep rank order
+  # drop the root, keep rank order
+  order = np.argsort(rest < 0, axis=1, kind="stable")
   rest = np.take_along_axis(rest, order, 1)
   ids = np.concatenate([root[:, None], rest], 1)[:, :bmax]
   roles = np.full(ids.shape, NO_ROLE)

@@ -1,23 +1,26 @@
 """The typed skill graph and its Graph-of-Skills transition matrix.
 
-A skill library is a directed multigraph over ``n`` skills with typed, weighted edges
-(:data:`EDGE_TYPES`). Each skill carries the visible requirements it addresses (``req``, a
-``[n, R]`` bool matrix), a kind (:data:`KINDS`) and a payload length in tokens (``cost``).
+A skill library is a directed multigraph over ``n`` skills with typed, weighted
+edges (:data:`EDGE_TYPES`). Each skill carries the visible requirements it
+addresses (``req``, a ``[n, R]`` bool matrix), a kind (:data:`KINDS`) and a
+payload length in tokens (``cost``).
 
-The transition matrix follows Graph of Skills (GoS, ``gos/core/retrieval.py``): an edge
-``s -> t`` of type ``tau`` and weight ``w`` adds ``w`` to ``W[s, t]`` and ``w * rho_tau`` to
-``W[t, s]``; rows are normalised, and a row with no mass gets a self-loop::
+The transition matrix follows Graph of Skills (GoS, ``gos/core/retrieval.py``):
+an edge ``s -> t`` of type ``tau`` and weight ``w`` adds ``w`` to ``W[s, t]``
+and ``w * rho_tau`` to ``W[t, s]``; rows are normalised, and a row with no mass
+gets a self-loop::
 
     W[s, t] = sum_{(s->t, tau, w)} w  +  sum_{(t->s, tau, w)} w * rho_tau          (1)
     T[s, :] = W[s, :] / sum_t W[s, t]        (or e_s when the row sum is 0)          (2)
 
 with GoS's reverse factors ``rho = {dependency 1.0, workflow 0.5, semantic 0.2,
-alternative 0.1}``; the two types GoS does not know (``validates``, ``conflicts``) get 0, as
-GoS gives unknown types (:data:`GOS_REVERSE_FACTORS`).
+alternative 0.1}``; the two types GoS does not know (``validates``,
+``conflicts``) get 0, as GoS gives unknown types (:data:`GOS_REVERSE_FACTORS`).
 
-Bad input: shapes, dtypes and static options raise at trace time. Values (edge endpoints in
-``[0, n)``, known edge types, non-negative finite weights and reverse factors) raise eagerly;
-under ``jax.jit`` a bad value turns every float output into NaN.
+Bad input: shapes, dtypes and static options raise at trace time. Values (edge
+endpoints in ``[0, n)``, known edge types, non-negative finite weights and
+reverse factors) raise eagerly; under ``jax.jit`` a bad value turns every float
+output into NaN.
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ from jax.typing import ArrayLike
 
 from jaxpapers.core import validation as V
 
-EDGE_TYPES = ("dependency", "workflow", "semantic", "alternative", "validates", "conflicts")
+EDGE_TYPES = (
+  "dependency",
+  "workflow",
+  "semantic",
+  "alternative",
+  "validates",
+  "conflicts",
+)
 """Edge types. ``s -> t`` reads: dependency, ``s`` is a prerequisite of ``t``; workflow, ``t``
 usually follows ``s``; semantic, related text; alternative, ``s`` can replace ``t``;
 validates, ``s`` checks the output of ``t``; conflicts, ``s`` (a note) flags ``t`` as a known
@@ -92,7 +102,8 @@ def skill_graph(
   weight: npt.ArrayLike | None = None,
   emask: npt.ArrayLike | None = None,
 ) -> SkillGraph:
-  """Builds a :class:`SkillGraph`, checking shapes and dtypes (values: see :func:`check_graph`).
+  """Builds a :class:`SkillGraph`, checking shapes and dtypes (values: see
+  :func:`check_graph`).
 
   Args:
     src: ``[E]`` integer edge sources in ``[0, n)``.
@@ -114,7 +125,9 @@ def skill_graph(
   req = V.check_array(req, "req", ndim=2, dtype="intbool")
   n = req.shape[0]
   if n == 0:
-    raise ValueError("req must describe at least one skill (n >= 1), got shape (0, R)")
+    raise ValueError(
+      "req must describe at least one skill (n >= 1), got shape (0, R)"
+    )
   kind = V.check_array(kind, "kind", shape=(n,), dtype="int")
   cost = V.check_array(cost, "cost", shape=(n,), dtype="int")
   weight = jnp.ones((e,), jnp.float32) if weight is None else weight
@@ -135,21 +148,28 @@ def skill_graph(
 
 def _check_graph_struct(g) -> SkillGraph:
   if not isinstance(g, SkillGraph):
-    raise TypeError(f"g must be a SkillGraph (see skill_graph), got {type(g).__name__}")
+    raise TypeError(
+      f"g must be a SkillGraph (see skill_graph), got {type(g).__name__}"
+    )
   return g
 
 
 def graph_value_flag(g: SkillGraph):
-  """Value checks of a graph: raises eagerly, returns a traced all-ok flag under jit."""
+  """Value checks of a graph: raises eagerly, returns a traced all-ok flag under
+  jit."""
   return _value_ok(g, _flags(g))
 
 
 def _check_rev(rev_factor) -> jax.Array:
-  rev = V.check_array(rev_factor, "rev_factor", shape=(len(EDGE_TYPES),), dtype="real")
+  rev = V.check_array(
+    rev_factor, "rev_factor", shape=(len(EDGE_TYPES),), dtype=("real")
+  )
   return rev.astype(jnp.float32)
 
 
-def transition_weights(g: SkillGraph, rev_factor: npt.ArrayLike = GOS_REVERSE_FACTORS) -> jax.Array:
+def transition_weights(
+  g: SkillGraph, rev_factor: npt.ArrayLike = GOS_REVERSE_FACTORS
+) -> jax.Array:
   """The unnormalised GoS weights ``W`` of eq. (1).
 
   Args:
@@ -157,7 +177,8 @@ def transition_weights(g: SkillGraph, rev_factor: npt.ArrayLike = GOS_REVERSE_FA
     rev_factor: ``[6]`` reverse factors rho per edge type (default GoS's).
 
   Returns:
-    ``[n, n]`` float32 ``W`` (``W[s, t]``: weight of moving from ``s`` to ``t``).
+    ``[n, n]`` float32 ``W`` (``W[s, t]``: weight of moving from ``s`` to
+    ``t``).
 
   Under jit: a bad value (see the module docstring) makes ``W`` all NaN.
   """
@@ -165,7 +186,9 @@ def transition_weights(g: SkillGraph, rev_factor: npt.ArrayLike = GOS_REVERSE_FA
   rev = _check_rev(rev_factor)
   out, flags = _weights(g, rev)
   return V.poison(
-    out, _value_ok(g, flags) & V.check_values(flags[4], "rev_factor must be finite and >= 0")
+    out,
+    _value_ok(g, flags)
+    & V.check_values(flags[4], "rev_factor must be finite and >= 0"),
   )
 
 
@@ -181,11 +204,16 @@ def _flags(g: SkillGraph):
 
 def _value_ok(g, flags):
   ok = V.check_values(
-    flags[0], f"src and dst must lie in [0, n) = [0, {g.n}) for every unmasked edge"
+    flags[0],
+    f"src and dst must lie in [0, n) = [0, {g.n}) for every unmasked edge",
   )
-  ok = ok & V.check_values(flags[1], f"etype must index EDGE_TYPES (0..{len(EDGE_TYPES) - 1})")
+  ok = ok & V.check_values(
+    flags[1], f"etype must index EDGE_TYPES (0..{len(EDGE_TYPES) - 1})"
+  )
   ok = ok & V.check_values(flags[2], "weight must be finite and >= 0")
-  return ok & V.check_values(flags[3], f"kind must index KINDS (0..{len(KINDS) - 1})")
+  return ok & V.check_values(
+    flags[3], f"kind must index KINDS (0..{len(KINDS) - 1})"
+  )
 
 
 @jax.jit
@@ -204,25 +232,32 @@ def _weights(g: SkillGraph, rev):
 def row_normalize(
   w: ArrayLike, *, dangling: Literal["self_loop", "uniform"] = "self_loop"
 ) -> jax.Array:
-  """Eq. (2): row-normalises non-negative weights; empty rows get a self-loop (GoS) or 1/n.
+  """Eq. (2): row-normalises non-negative weights; empty rows get a self-loop
+  (GoS) or 1/n.
 
   Args:
     w: ``[..., m, m]`` non-negative weights.
-    dangling: ``'self_loop'`` (GoS: mass stays on a sink) or ``'uniform'`` (a sink jumps
-      anywhere).
+    dangling: ``'self_loop'`` (GoS: mass stays on a sink) or ``'uniform'`` (a
+      sink jumps anywhere).
 
   Returns:
     ``[..., m, m]`` row-stochastic matrix.
   """
   w = V.check_array(w, "w", dtype="float")
   if w.ndim < 2 or w.shape[-1] != w.shape[-2] or w.shape[-1] == 0:
-    raise ValueError(f"w must be a non-empty square [..., m, m] array, got shape {w.shape}")
+    raise ValueError(
+      f"w must be a non-empty square [..., m, m] array, got shape {w.shape}"
+    )
   if dangling not in DANGLING:
     raise ValueError(f"dangling must be one of {DANGLING}, got {dangling!r}")
   m = w.shape[-1]
   s = w.sum(-1, keepdims=True)
   empty = s <= 0
-  fill = jnp.eye(m, dtype=w.dtype) if dangling == "self_loop" else jnp.full((m, m), 1.0 / m)
+  fill = (
+    jnp.eye(m, dtype=w.dtype)
+    if dangling == "self_loop"
+    else jnp.full((m, m), 1.0 / m)
+  )
   return jnp.where(empty, fill.astype(w.dtype), w / jnp.where(empty, 1.0, s))
 
 
@@ -237,7 +272,8 @@ def transition_matrix(
   Args:
     g: the skill graph.
     rev_factor: ``[6]`` reverse factors per edge type.
-    dangling: what a row with no out-weight does (``'self_loop'``: GoS parity; ``'uniform'``).
+    dangling: what a row with no out-weight does (``'self_loop'``: GoS parity;
+      ``'uniform'``).
 
   Returns:
     ``[n, n]`` float32 row-stochastic ``T``.
@@ -253,11 +289,12 @@ def transition_matrix(
 
 
 def typed_adjacency(g: SkillGraph) -> jax.Array:
-  """Dense typed adjacency: ``A[tau, s, t] = 1`` iff an unmasked edge ``s -> t`` of type tau exists.
+  """Dense typed adjacency: ``A[tau, s, t] = 1`` iff an unmasked edge ``s -> t``
+  of type tau exists.
 
   Args:
-    g: the skill graph (edges with out-of-range values are dropped; :func:`transition_weights`
-      reports them).
+    g: the skill graph (edges with out-of-range values are dropped;
+      :func:`transition_weights` reports them).
 
   Returns:
     ``[6, n, n]`` bool, types in :data:`EDGE_TYPES` order.
@@ -267,7 +304,11 @@ def typed_adjacency(g: SkillGraph) -> jax.Array:
   ok = g.emask & (g.src >= 0) & (g.src < n) & (g.dst >= 0) & (g.dst < n)
   ok = ok & (g.etype >= 0) & (g.etype < k)
   a = jnp.zeros((k, n, n), bool)
-  idx = (jnp.clip(g.etype, 0, k - 1), jnp.clip(g.src, 0, n - 1), jnp.clip(g.dst, 0, n - 1))
+  idx = (
+    jnp.clip(g.etype, 0, k - 1),
+    jnp.clip(g.src, 0, n - 1),
+    jnp.clip(g.dst, 0, n - 1),
+  )
   return a.at[idx].max(ok)
 
 

@@ -1,33 +1,38 @@
 """Anchor-centred skill groups with roles, and the group graph (reconstruction).
 
-For an anchor ``x`` (a top-scoring skill), the group ``g(x)`` is built from the typed graph:
+For an anchor ``x`` (a top-scoring skill), the group ``g(x)`` is built from the
+typed graph:
 
-* **flagged** skills: targets of a ``conflicts`` edge from a ``note`` (known failures);
-* **core**: ``x`` and up to ``max_support`` procedures reached from ``x`` by breadth-first
-  search over dependency/workflow edges in either direction, to ``depth`` hops, nearest first
-  (ties: higher task score, then lower id); flagged skills never enter the core;
-* **START**: ``x`` (``start='anchor'``) or the core member with the fewest dependency/workflow
-  predecessors inside the core (``start='root'``, ties: score, id): a similarity anchor is
-  often the *goal* step while the executor needs the *entry* step;
+* **flagged** skills: targets of a ``conflicts`` edge from a ``note`` (known
+  failures);
+* **core**: ``x`` and up to ``max_support`` procedures reached from ``x`` by
+  breadth-first search over dependency/workflow edges in either direction, to
+  ``depth`` hops, nearest first (ties: higher task score, then lower id);
+  flagged skills never enter the core;
+* **START**: ``x`` (``start='anchor'``) or the core member with the fewest
+  dependency/workflow predecessors inside the core (``start='root'``, ties:
+  score, id): a similarity anchor is often the *goal* step while the executor
+  needs the *entry* step;
 * **SUPPORT**: the other core members;
-* **CHECK**: up to ``max_check`` validators with a ``validates`` edge into the core, those
-  whose requirement is visible first (then score, id);
-* **AVOID**: up to ``max_avoid`` flagged skills in the core's ``alternative``/``conflicts``
-  neighbourhood or equal to ``x`` (then id).
+* **CHECK**: up to ``max_check`` validators with a ``validates`` edge into the
+  core, those whose requirement is visible first (then score, id);
+* **AVOID**: up to ``max_avoid`` flagged skills in the core's
+  ``alternative``/``conflicts`` neighbourhood or equal to ``x`` (then id).
 
-The group graph sums the GoS transition weights between the non-AVOID members of two groups
-(eq. (1) before normalisation), with the diagonal removed::
+The group graph sums the GoS transition weights between the non-AVOID members of
+two groups (eq. (1) before normalisation), with the diagonal removed::
 
     W_G[g, g'] = sum_{s in g, s' in g'} W[s, s']      (g != g'),   W_G[g, g] = 0          (7)
 
-Ties inside an integer tier (hops, predecessors) go to the higher score, then the lower id;
-scores closer than float32 resolution after a monotone squashing count as ties.
+Ties inside an integer tier (hops, predecessors) go to the higher score, then
+the lower id; scores closer than float32 resolution after a monotone squashing
+count as ties.
 
 Group members come in fixed slots ``[START | SUPPORT x max_support | CHECK x max_check |
 AVOID x max_avoid]`` (``M`` in all), -1 padded, so shapes are static.
 
-Bad input: shapes, dtypes and static options raise at trace time; anchors outside ``[0, n)``
-raise eagerly and give all -1 members under jit.
+Bad input: shapes, dtypes and static options raise at trace time; anchors
+outside ``[0, n)`` raise eagerly and give all -1 members under jit.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ class Groups:
 
   Attributes:
     members: ``[..., a, M]`` int32 skill ids, -1 for an empty slot.
-    roles: ``[..., a, M]`` int32 roles per slot (:data:`ROLES` index; -1 for an empty slot).
+    roles: ``[..., a, M]`` int32 roles per slot (:data:`ROLES` index; -1 for an
+      empty slot).
     mask: ``[..., a, M]`` bool, ``members >= 0``.
   """
 
@@ -70,13 +76,18 @@ def group_size(max_support: int, max_check: int, max_avoid: int) -> int:
 def slot_roles(max_support: int, max_check: int, max_avoid: int) -> jax.Array:
   """``[M]`` the role of each slot."""
   return jnp.asarray(
-    [START] + [SUPPORT] * max_support + [CHECK] * max_check + [AVOID] * max_avoid, jnp.int32
+    [START]
+    + [SUPPORT] * max_support
+    + [CHECK] * max_check
+    + [AVOID] * max_avoid,
+    jnp.int32,
   )
 
 
 def _first_k(value, valid, k):
-  """Indices of the ``k`` valid entries with the largest ``value`` (ties: lower index; -1
-  when fewer are valid). float32 ``lax.top_k`` (far faster than integer keys on CPU)."""
+  """Indices of the ``k`` valid entries with the largest ``value`` (ties: lower
+  index; -1 when fewer are valid). float32 ``lax.top_k`` (far faster than
+  integer keys on CPU)."""
   if k == 0:
     return jnp.zeros((0,), jnp.int32)
   value = jnp.where(valid, value.astype(jnp.float32), -jnp.inf)
@@ -87,18 +98,24 @@ def _first_k(value, valid, k):
 
 
 def _squash(scores):
-  """A strictly increasing map of the scores into (0, 1), to break ties inside integer tiers."""
+  """A strictly increasing map of the scores into (0, 1), to break ties inside
+  integer tiers."""
   return jnp.arctan(jnp.where(jnp.isfinite(scores), scores, 0.0)) / jnp.pi + 0.5
 
 
 def _flagged(g: G.SkillGraph, use_avoid) -> jax.Array:
   n = g.n
-  e = g.emask & (g.etype == G.CONFLICTS) & (g.kind[jnp.clip(g.src, 0, n - 1)] == G.NOTE)
+  e = (
+    g.emask
+    & (g.etype == G.CONFLICTS)
+    & (g.kind[jnp.clip(g.src, 0, n - 1)] == G.NOTE)
+  )
   return jnp.zeros((n,), bool).at[jnp.clip(g.dst, 0, n - 1)].max(e) & use_avoid
 
 
 def _dense(g: G.SkillGraph, depth: int):
-  """Dense per-library matrices (computed once, outside the per-task/per-anchor vmaps)."""
+  """Dense per-library matrices (computed once, outside the per-task/per-anchor
+  vmaps)."""
   adj = G.typed_adjacency(g)
   flow = adj[G.DEPENDENCY] | adj[G.WORKFLOW]
   und = flow | flow.T
@@ -107,40 +124,67 @@ def _dense(g: G.SkillGraph, depth: int):
     if d:
       r = r | ((r.astype(jnp.float32) @ und.astype(jnp.float32)) > 0)
     reach.append(r)
-  hops = sum(x.astype(jnp.int32) for x in reach) if reach else jnp.zeros(flow.shape, jnp.int32)
+  hops = (
+    sum(x.astype(jnp.int32) for x in reach)
+    if reach
+    else jnp.zeros(flow.shape, jnp.int32)
+  )
   alt = adj[G.ALTERNATIVE] | adj[G.CONFLICTS]
-  return {"flow": flow, "hops": hops, "validates": adj[G.VALIDATES], "alt": alt | alt.T}
+  return {
+    "flow": flow,
+    "hops": hops,
+    "validates": adj[G.VALIDATES],
+    "alt": alt | alt.T,
+  }
 
 
 def _one_group(
-  x, g, mats, sq, visible, flagged, root_start, *, depth, max_support, max_check, max_avoid
+  x,
+  g,
+  mats,
+  sq,
+  visible,
+  flagged,
+  root_start,
+  *,
+  depth,
+  max_support,
+  max_check,
+  max_avoid,
 ):
   n = g.n
   ids = jnp.arange(n)
-  # dist = hops to reach from x over flow edges (either direction); depth + 1 = unreached.
+  # dist = hops to reach from x over flow edges (either direction); depth + 1 =
+  # unreached.
   dist = jnp.where(ids == x, 0, depth + 1 - mats["hops"][x])
   procedure = g.kind == G.PROCEDURE
   sup_ok = (dist >= 1) & (dist <= depth) & procedure & ~flagged
-  support = _first_k(sq - 2.0 * dist, sup_ok, max_support)  # nearest, then score, then id
+  # nearest, then score, then id
+  support = _first_k(sq - 2.0 * dist, sup_ok, max_support)
   x_ok = ~flagged[x]
   core = jnp.concatenate([jnp.where(x_ok, x, -1)[None], support])  # [1 + S]
   cvalid = core >= 0
   cid = jnp.clip(core, 0, n - 1)
-  s_anchor = jnp.where(x_ok, 0, _first_k(-jnp.arange(core.shape[0]), cvalid, 1)[0])
+  s_anchor = jnp.where(
+    x_ok, 0, _first_k(-jnp.arange(core.shape[0]), cvalid, 1)[0]
+  )
   # root: fewest flow predecessors inside the core, then score, then id
   preds = (mats["flow"][cid[:, None], cid[None, :]] & cvalid[:, None]).sum(0)
   s_root = _first_k(sq[cid] - 2.0 * preds, cvalid, 1)[0]
   s_pos = jnp.where(root_start, s_root, s_anchor)
   s_id = jnp.where(s_pos >= 0, core[jnp.clip(s_pos, 0)], -1)
   rest = jnp.where(jnp.arange(core.shape[0]) == s_pos, -1, core)
-  keep = _first_k(-jnp.arange(rest.shape[0]), rest >= 0, max_support)  # compact, in order
+  # compact, in order
+  keep = _first_k(-jnp.arange(rest.shape[0]), rest >= 0, max_support)
   rest = jnp.where(keep >= 0, rest[jnp.clip(keep, 0)], -1)
-  # CHECK: validators with a `validates` edge into the core, visible requirement first.
+  # CHECK: validators with a `validates` edge into the core, visible requirement
+  # first.
   into = (mats["validates"][:, cid] & cvalid[None, :]).any(1)
   is_val = into & (g.kind == G.VALIDATOR) & ~flagged
   touches = (g.req & visible[None, :]).any(-1)
   checks = _first_k(sq - 2.0 * (~touches), is_val, max_check)
-  # AVOID: flagged skills next to the core (alternative/conflicts) or the anchor itself.
+  # AVOID: flagged skills next to the core (alternative/conflicts) or the anchor
+  # itself.
   near = (mats["alt"][cid] & cvalid[:, None]).any(0)
   avoid = _first_k(-ids, flagged & (near | (ids == x)), max_avoid)
   return jnp.concatenate([s_id[None], rest, checks, avoid]).astype(jnp.int32)
@@ -181,10 +225,16 @@ def build_groups(
   if not isinstance(g, G.SkillGraph):
     raise TypeError(f"g must be a SkillGraph, got {type(g).__name__}")
   n, r = g.n, g.num_requirements
-  anchors = V.check_array(anchors, "anchors", ndim=1, dtype="int", nonempty=True)
-  visible = V.check_array(visible, "visible", shape=(r,), dtype="intbool").astype(bool)
+  anchors = V.check_array(
+    anchors, "anchors", ndim=1, dtype="int", nonempty=True
+  )
+  visible = V.check_array(
+    visible, "visible", shape=(r,), dtype="intbool"
+  ).astype(bool)
   scores = jnp.zeros((n,), jnp.float32) if scores is None else scores
-  scores = V.check_array(scores, "scores", shape=(n,), dtype="real").astype(jnp.float32)
+  scores = V.check_array(scores, "scores", shape=(n,), dtype="real").astype(
+    jnp.float32
+  )
   depth = V.check_int(depth, "depth", min_value=0)
   max_support = V.check_int(max_support, "max_support", min_value=0)
   max_check = V.check_int(max_check, "max_check", min_value=0)
@@ -205,18 +255,36 @@ def build_groups(
     max_check=max_check,
     max_avoid=max_avoid,
   )
-  members = V.poison(members, V.check_values(flag, f"anchors must lie in [0, n={n})"))
-  roles = jnp.broadcast_to(slot_roles(max_support, max_check, max_avoid), members.shape)
+  members = V.poison(
+    members, V.check_values(flag, f"anchors must lie in [0, n={n})")
+  )
+  roles = jnp.broadcast_to(
+    slot_roles(max_support, max_check, max_avoid), members.shape
+  )
   mask = members >= 0
-  return Groups(members=members, roles=jnp.where(mask, roles, NO_ROLE), mask=mask)
+  return Groups(
+    members=members, roles=jnp.where(mask, roles, NO_ROLE), mask=mask
+  )
 
 
-@functools.partial(jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid"))
+@functools.partial(
+  jax.jit, static_argnames=("depth", "max_support", "max_check", "max_avoid")
+)
 def _build(
-  g, anchors, visible, scores, use_avoid, root_start, *, depth, max_support, max_check, max_avoid
+  g,
+  anchors,
+  visible,
+  scores,
+  use_avoid,
+  root_start,
+  *,
+  depth,
+  max_support,
+  max_check,
+  max_avoid,
 ):
-  """Groups of every anchor; ``use_avoid`` and ``root_start`` are traced (one program serves
-  the ablations)."""
+  """Groups of every anchor; ``use_avoid`` and ``root_start`` are traced (one
+  program serves the ablations)."""
   n = g.n
   flag = ((anchors >= 0) & (anchors < n)).all()
   flagged = _flagged(g, use_avoid)
@@ -239,14 +307,16 @@ def _build(
 
 
 def group_graph(groups: Groups, w: ArrayLike) -> jax.Array:
-  """Eq. (7): group-to-group weights from the skill weights ``W`` (AVOID members excluded).
+  """Eq. (7): group-to-group weights from the skill weights ``W`` (AVOID members
+  excluded).
 
   Args:
     groups: :class:`Groups` with ``[a, M]`` fields.
     w: ``[n, n]`` unnormalised skill weights (:func:`transition_weights`).
 
   Returns:
-    ``[a, a]`` float32 ``W_G`` with a zero diagonal (row-normalise with :func:`row_normalize`).
+    ``[a, a]`` float32 ``W_G`` with a zero diagonal (row-normalise with
+    :func:`row_normalize`).
   """
   if not isinstance(groups, Groups):
     raise TypeError(f"groups must be a Groups, got {type(groups).__name__}")
@@ -258,6 +328,8 @@ def group_graph(groups: Groups, w: ArrayLike) -> jax.Array:
   a, k = m.shape
   use = groups.mask & (groups.roles != AVOID) & (m >= 0) & (m < n)
   flat = jnp.clip(m.reshape(-1), 0, n - 1)
-  sub = w[flat[:, None], flat[None, :]] * (use.reshape(-1)[:, None] & use.reshape(-1)[None, :])
+  sub = w[flat[:, None], flat[None, :]] * (
+    use.reshape(-1)[:, None] & use.reshape(-1)[None, :]
+  )
   wg = sub.reshape(a, k, a, k).sum((1, 3))
   return wg * (1.0 - jnp.eye(a, dtype=wg.dtype))

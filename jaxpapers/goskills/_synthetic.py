@@ -1,25 +1,31 @@
-"""A generated skill library and tasks with hidden truth (the offline stand-in for SkillsBench).
+"""A generated skill library and tasks with hidden truth (the offline stand-in
+for SkillsBench).
 
-**Library** (:func:`make_skill_library`; all text is templated, so BM25 and embeddings work):
+**Library** (:func:`make_skill_library`; all text is templated, so BM25 and
+embeddings work):
 
-* ``n_workflows`` latent workflows of 3-6 steps on one object (a procedure ``"<verb> the
-  <object> <tool>"``); each step after the first depends on an earlier one (the previous step
-  with probability 0.7), and consecutive steps are linked by ``workflow`` edges. With
-  probability ``reuse`` a step is an existing procedure of another workflow (shared steps make
-  hubs and give a step several workflows' predecessors). The first step is the entry.
-* Requirements: a new step carries one requirement tag (of :data:`REQUIREMENTS`) with
-  probability ``tag_rate``; the first half of the tags are *checkable*. A tagged step with a
-  checkable tag gets a validator (``validates`` edge) with probability ``validator_rate``.
-* Decoys: with probability ``decoy_rate`` a new step gets a near-duplicate "quick" variant with
-  the same requirement tag (an ``alternative`` edge to the step) and a failure note flagging it
-  (``conflicts`` edge from the note).
-* Distractors fill the library to ``n_skills``: random procedures (tagged with probability
-  ``tag_rate``), with random ``semantic`` edges to and from the workflows.
+* ``n_workflows`` latent workflows of 3-6 steps on one object (a procedure
+  ``"<verb> the <object> <tool>"``); each step after the first depends on an
+  earlier one (the previous step with probability 0.7), and consecutive steps
+  are linked by ``workflow`` edges. With probability ``reuse`` a step is an
+  existing procedure of another workflow (shared steps make hubs and give a step
+  several workflows' predecessors). The first step is the entry.
+* Requirements: a new step carries one requirement tag (of :data:`REQUIREMENTS`)
+  with probability ``tag_rate``; the first half of the tags are *checkable*. A
+  tagged step with a checkable tag gets a validator (``validates`` edge) with
+  probability ``validator_rate``.
+* Decoys: with probability ``decoy_rate`` a new step gets a near-duplicate
+  "quick" variant with the same requirement tag (an ``alternative`` edge to the
+  step) and a failure note flagging it (``conflicts`` edge from the note).
+* Distractors fill the library to ``n_skills``: random procedures (tagged with
+  probability ``tag_rate``), with random ``semantic`` edges to and from the
+  workflows.
 
-**Tasks** (:func:`make_tasks`): a workflow with at least two tags; the text names the goal (the
-last step), the starting object and 2-4 visible requirements from the workflow's tags. Hidden
-truth: the required steps, the entry step, the checkable visible requirements that have a
-validator in the workflow, and the decoys of the workflow's steps.
+**Tasks** (:func:`make_tasks`): a workflow with at least two tags; the text
+names the goal (the last step), the starting object and 2-4 visible requirements
+from the workflow's tags. Hidden truth: the required steps, the entry step, the
+checkable visible requirements that have a validator in the workflow, and the
+decoys of the workflow's steps.
 
 Everything is a reconstruction of the paper's evaluation setting at CPU scale.
 """
@@ -130,12 +136,15 @@ NUM_CHECKABLE = len(REQUIREMENTS) // 2
 
 
 def _slug(s: str) -> str:
-  return "-".join(w for w in s.replace("via the ", "").replace("with ", "").split())
+  return "-".join(
+    w for w in s.replace("via the ", "").replace("with ", "").split()
+  )
 
 
 @dataclasses.dataclass(frozen=True)
 class SkillText:
-  """The text of one skill: ``name``, one-line ``purpose`` (its description), ``payload``.
+  """The text of one skill: ``name``, one-line ``purpose`` (its description),
+  ``payload``.
 
   Attributes:
     name: the skill's name (a slug).
@@ -180,7 +189,8 @@ class TaskSet:
     visible: ``[T, R]`` bool visible requirements.
     required: ``[T, L]`` int32 required step ids (-1 padded).
     entry: ``[T]`` int32 entry step.
-    check_tags: ``[T, R]`` bool checkable visible requirements with a validator in the library.
+    check_tags: ``[T, R]`` bool checkable visible requirements with a validator
+      in the library.
     pitfalls: ``[T, P]`` int32 decoys of the workflow's steps (-1 padded).
     workflow: ``[T]`` int32 workflow index.
   """
@@ -211,16 +221,19 @@ def make_skill_library(
     seed: numpy seed.
     n_skills: total skills ``n`` (>= 20).
     n_workflows: latent workflows (default ``n_skills // 12``).
-    reuse, decoy_rate, tag_rate, validator_rate, semantic_rate: probabilities in [0, 1].
+    reuse, decoy_rate, tag_rate, validator_rate, semantic_rate: probabilities in
+      [0, 1].
 
   Returns:
-    :class:`SkillLibrary` (edges padded to ``4 * n_skills`` with ``emask``, so that libraries
-    of one size share compiled programs).
+    :class:`SkillLibrary` (edges padded to ``4 * n_skills`` with ``emask``, so
+    that libraries of one size share compiled programs).
   """
   seed = V.check_int(seed, "seed", min_value=0)
   n_skills = V.check_int(n_skills, "n_skills", min_value=20, max_value=4000)
   n_workflows = n_skills // 12 if n_workflows is None else n_workflows
-  n_workflows = V.check_int(n_workflows, "n_workflows", min_value=1, max_value=n_skills // 10)
+  n_workflows = V.check_int(
+    n_workflows, "n_workflows", min_value=1, max_value=n_skills // 10
+  )
   for name, v in (
     ("reuse", reuse),
     ("decoy_rate", decoy_rate),
@@ -236,7 +249,11 @@ def make_skill_library(
   used = set()
 
   def add(name, purpose, k, c, tag, is_decoy=False):
-    texts.append(SkillText(name, purpose, f"# {name}\n{purpose}.\nRun `{name}` on the input."))
+    texts.append(
+      SkillText(
+        name, purpose, f"# {name}\n{purpose}.\nRun `{name}` on the input."
+      )
+    )
     kind.append(k)
     cost.append(int(c))
     tags.append(tag)
@@ -246,8 +263,16 @@ def make_skill_library(
   def new_triple(obj=None, tool=None):
     for _ in range(1000):
       v = VERBS[rng.integers(len(VERBS))]
-      o = obj if obj is not None and rng.random() < 0.7 else OBJECTS[rng.integers(len(OBJECTS))]
-      t = tool if tool is not None and rng.random() < 0.5 else TOOLS[rng.integers(len(TOOLS))]
+      o = (
+        obj
+        if obj is not None and rng.random() < 0.7
+        else OBJECTS[rng.integers(len(OBJECTS))]
+      )
+      t = (
+        tool
+        if tool is not None and rng.random() < 0.5
+        else TOOLS[rng.integers(len(TOOLS))]
+      )
       if (v, o, t) not in used:
         used.add((v, o, t))
         return v, o, t
@@ -314,7 +339,8 @@ def make_skill_library(
     workflows.append(steps)
   if len(texts) > n_skills:
     raise ValueError(
-      f"n_workflows={n_workflows} made {len(texts)} skills > n_skills={n_skills}; lower it"
+      f"n_workflows={n_workflows} made {len(texts)} skills > "
+      f"n_skills={n_skills}; lower it"
     )
   n_real = len(texts)
   while len(texts) < n_skills:
@@ -333,11 +359,16 @@ def make_skill_library(
       edges.append((s, int(rng.integers(n)), G.SEMANTIC))
   for s in procedures:
     if rng.random() < semantic_rate:
-      edges.append((s, int(rng.integers(n_real, n)) if n > n_real else s, G.SEMANTIC))
+      edges.append(
+        (s, int(rng.integers(n_real, n)) if n > n_real else s, G.SEMANTIC)
+      )
   edges = [e for e in edges if e[0] != e[1]]
-  cap = 4 * n_skills  # a fixed edge capacity: every library of one size has the same shapes
+  # a fixed edge capacity: every library of one size has the same shapes
+  cap = 4 * n_skills
   if len(edges) > cap:
-    raise ValueError(f"{len(edges)} edges exceed the capacity 4 * n_skills = {cap}")
+    raise ValueError(
+      f"{len(edges)} edges exceed the capacity 4 * n_skills = {cap}"
+    )
   emask = np.arange(cap) < len(edges)
   e = np.zeros((cap, 3), np.int32)
   e[: len(edges)] = np.asarray(edges, np.int32).reshape(-1, 3)
@@ -345,15 +376,26 @@ def make_skill_library(
   tg = np.asarray(tags)
   req[np.nonzero(tg >= 0)[0], tg[tg >= 0]] = True
   graph = G.skill_graph(
-    e[:, 0], e[:, 1], e[:, 2], req, np.asarray(kind), np.asarray(cost), emask=emask
+    e[:, 0],
+    e[:, 1],
+    e[:, 2],
+    req,
+    np.asarray(kind),
+    np.asarray(cost),
+    emask=emask,
   )
   return SkillLibrary(graph, texts, np.asarray(decoy), workflows, decoys_of)
 
 
 def make_tasks(
-  seed: int, lib: SkillLibrary, *, n: int, visible_per_task: tuple[int, int] = (2, 4)
+  seed: int,
+  lib: SkillLibrary,
+  *,
+  n: int,
+  visible_per_task: tuple[int, int] = (2, 4),
 ) -> TaskSet:
-  """Samples ``n`` tasks from the library's workflows (see the module docstring).
+  """Samples ``n`` tasks from the library's workflows (see the module
+  docstring).
 
   Args:
     seed: numpy seed.
@@ -380,14 +422,24 @@ def make_tasks(
   step_tag_val = {}  # step -> tags with a validator attached to it
   for v, s in zip(g["src"][vmask], g["dst"][vmask]):
     if kind[v] == G.VALIDATOR:
-      step_tag_val.setdefault(int(s), set()).update(np.nonzero(req[v])[0].tolist())
+      step_tag_val.setdefault(int(s), set()).update(
+        np.nonzero(req[v])[0].tolist()
+      )
   del has_val
-  eligible = [i for i, w in enumerate(lib.workflows) if len({*np.nonzero(req[w])[1]}) >= lo]
+  eligible = [
+    i
+    for i, w in enumerate(lib.workflows)
+    if len({*np.nonzero(req[w])[1]}) >= lo
+  ]
   if not eligible:
-    raise ValueError(f"no workflow has {lo} distinct requirement tags; raise tag_rate")
+    raise ValueError(
+      f"no workflow has {lo} distinct requirement tags; raise tag_rate"
+    )
   r = req.shape[1]
   lmax = max(len(w) for w in lib.workflows)
-  pmax = max([sum(len(lib.decoys_of.get(s, [])) for s in w) for w in lib.workflows] + [1])
+  pmax = max(
+    [sum(len(lib.decoys_of.get(s, [])) for s in w) for w in lib.workflows] + [1]
+  )
   out = dict(
     visible=np.zeros((n, r), bool),
     required=np.full((n, lmax), -1, np.int32),
@@ -413,11 +465,17 @@ def make_tasks(
     pits = [d for s in steps for d in lib.decoys_of.get(s, [])]
     out["pitfalls"][i, : len(pits)] = pits
     out["workflow"][i] = w
-    first = lib.texts[steps[0]].purpose.split(" the ", 1)[1].split(" with")[0].split(" via")[0]
+    first = (
+      lib.texts[steps[0]]
+      .purpose.split(" the ", 1)[1]
+      .split(" with")[0]
+      .split(" via")[0]
+    )
     goal = lib.texts[steps[-1]].purpose.split(",")[0]
     goal = goal[0].lower() + goal[1:]
     reqs = "; ".join(REQUIREMENTS[t] for t in vis)
     texts.append(
-      f"Starting from the {first.split(',')[0]}, I need to {goal}. Requirements: {reqs}."
+      f"Starting from the {first.split(',')[0]}, I need to {goal}. "
+      f"Requirements: {reqs}."
     )
   return TaskSet(texts=texts, **out)

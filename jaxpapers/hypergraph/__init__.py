@@ -1,9 +1,10 @@
 """Hypergraph data structures, loaders, operators and the vanilla backbones.
 
-Used by :mod:`jaxpapers.panda` (PANDA, NeurIPS 2026; builds on GeDi-HNN, Fiorini et al.,
-TMLR 2024). Conventions: complex incidence ``H_ve = 1`` on heads / undirected members and
-``H_ve = exp(+2 pi i q)`` (``i`` for q = 1/4) on tails (``phase_convention='code'``; ``'dshn'``
-is the conjugate); degrees count incidences; ``num_edges`` is explicit.
+Used by :mod:`jaxpapers.panda` (PANDA, NeurIPS 2026; builds on GeDi-HNN, Fiorini
+et al., TMLR 2024). Conventions: complex incidence ``H_ve = 1`` on heads /
+undirected members and ``H_ve = exp(+2 pi i q)`` (``i`` for q = 1/4) on tails
+(``phase_convention='code'``; ``'dshn'`` is the conjugate); degrees count
+incidences; ``num_edges`` is explicit.
 """
 
 from jaxpapers.hypergraph._io import (

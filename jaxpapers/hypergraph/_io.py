@@ -1,13 +1,16 @@
-"""Loaders for the raw hypergraph / directed-graph benchmark files (never download).
+"""Loaders for the raw hypergraph / directed-graph benchmark files (never
+download).
 
-Every loader takes ``data_dir``, the root folder holding ``mail/``, ``cocitation/``,
-``synthetic/``, ``telegram/``, ``heterophilous/`` and ``planetoid/`` exactly as published by
-their repositories (Stefa1994/GeDi-HNN, SherylHYX/pytorch_geometric_signed_directed,
-yandex-research/heterophilous-graphs, kimiyoung/planetoid). Pickles are read with
-:class:`RestrictedUnpickler`, which allows only the globals those files reference. Every file
-read must lie inside ``data_dir``: a dataset ``name`` that is absolute or has ``..`` components,
-and a file or folder that is a symlink pointing outside ``data_dir``, raise ``ValueError``
-(``data_dir`` itself may be a symlink).
+Every loader takes ``data_dir``, the root folder holding ``mail/``,
+``cocitation/``, ``synthetic/``, ``telegram/``, ``heterophilous/`` and
+``planetoid/`` exactly as published by their repositories (Stefa1994/GeDi-HNN,
+SherylHYX/pytorch_geometric_signed_directed,
+yandex-research/heterophilous-graphs, kimiyoung/planetoid). Pickles are read
+with :class:`RestrictedUnpickler`, which allows only the globals those files
+reference. Every file read must lie inside ``data_dir``: a dataset ``name`` that
+is absolute or has ``..`` components, and a file or folder that is a symlink
+pointing outside ``data_dir``, raise ``ValueError`` (``data_dir`` itself may be
+a symlink).
 """
 
 from __future__ import annotations
@@ -73,16 +76,19 @@ def _allowed():
     mp[(mod, "_reconstruct")] = ma._reconstruct
     mp[(mod, "scalar")] = ma.scalar
   for mod in ("numpy.core.numeric", "numpy._core.numeric"):
-    # numpy's stubs leave out this private helper, which old pickles of arrays reference.
+    # numpy's stubs leave out this private helper, which old pickles of arrays
+    # reference.
     mp[(mod, "_frombuffer")] = nu._frombuffer  # pyright: ignore[reportAttributeAccessIssue]
   return mp
 
 
 class RestrictedUnpickler(pickle.Unpickler):
-  """Unpickler that resolves only numpy arrays/dtypes/scalars, scipy CSR and builtin containers.
+  """Unpickler that resolves only numpy arrays/dtypes/scalars, scipy CSR and
+  builtin containers.
 
-  Old module paths (``numpy.core``, ``scipy.sparse.csr``, Python 2 ``__builtin__``) are mapped to
-  their current homes. Any other global raises ``pickle.UnpicklingError``.
+  Old module paths (``numpy.core``, ``scipy.sparse.csr``, Python 2
+  ``__builtin__``) are mapped to their current homes. Any other global raises
+  ``pickle.UnpicklingError``.
   """
 
   _ALLOWED = None
@@ -91,7 +97,8 @@ class RestrictedUnpickler(pickle.Unpickler):
     """Resolves a global of the allow-list.
 
     Args:
-      module: the module path written in the pickle (old numpy/scipy/Python 2 paths accepted).
+      module: the module path written in the pickle (old numpy/scipy/Python 2
+        paths accepted).
       name: the global's name in that module.
 
     Returns:
@@ -111,7 +118,8 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def safe_load_pickle(path: str | os.PathLike[str]) -> object:
-  """Loads a data pickle with :class:`RestrictedUnpickler` (``encoding='latin1'`` for Python 2).
+  """Loads a data pickle with :class:`RestrictedUnpickler`
+  (``encoding='latin1'`` for Python 2).
 
   Args:
     path: the pickle file.
@@ -121,8 +129,8 @@ def safe_load_pickle(path: str | os.PathLike[str]) -> object:
 
   Raises:
     FileNotFoundError: no file at ``path``.
-    pickle.UnpicklingError: the pickle references a global outside the allow-list (naming
-      the file).
+    pickle.UnpicklingError: the pickle references a global outside the
+      allow-list (naming the file).
     ValueError: the file is empty, truncated or not a pickle (naming the file).
   """
   path = pathlib.Path(_check_dir(path, "path"))
@@ -147,30 +155,38 @@ def safe_load_pickle(path: str | os.PathLike[str]) -> object:
     UnicodeDecodeError,
     MemoryError,
   ) as e:
-    raise ValueError(f"data pickle {path} is corrupt or truncated ({type(e).__name__}: {e})") from e
+    raise ValueError(
+      f"data pickle {path} is corrupt or truncated ({type(e).__name__}: {e})"
+    ) from e
 
 
 _T = TypeVar("_T")
 
 
 def _load_pickle_of(path: pathlib.Path, kind: type[_T]) -> _T:
-  """:func:`safe_load_pickle`, refusing (``ValueError`` naming the file) anything not a ``kind``."""
+  """:func:`safe_load_pickle`, refusing (``ValueError`` naming the file)
+  anything not a ``kind``."""
   obj = safe_load_pickle(path)
   if not isinstance(obj, kind):
-    raise ValueError(f"data pickle {path} holds a {type(obj).__name__}, expected a {kind.__name__}")
+    raise ValueError(
+      f"data pickle {path} holds a {type(obj).__name__}, "
+      f"expected a {kind.__name__}"
+    )
   return obj
 
 
 def _check_dir(value, name):
   if not isinstance(value, (str, os.PathLike)):
     raise TypeError(
-      f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}"
+      f"{name} must be a path (str or os.PathLike), "
+      f"got {type(value).__name__} {value!r}"
     )
   return value
 
 
 def _load_array_file(path: pathlib.Path, what: str):
-  """``np.load`` / ``scipy.sparse.load_npz`` with the file named in every error."""
+  """``np.load`` / ``scipy.sparse.load_npz`` with the file named in every
+  error."""
   import scipy.sparse
 
   try:
@@ -180,7 +196,9 @@ def _load_array_file(path: pathlib.Path, what: str):
   except FileNotFoundError:
     raise
   except Exception as e:  # pylint: disable=broad-except  (zipfile, numpy and pickle errors)
-    raise ValueError(f"data file {path} is corrupt or truncated ({type(e).__name__}: {e})") from e
+    raise ValueError(
+      f"data file {path} is corrupt or truncated ({type(e).__name__}: {e})"
+    ) from e
 
 
 def _need(path: pathlib.Path) -> pathlib.Path:
@@ -190,21 +208,27 @@ def _need(path: pathlib.Path) -> pathlib.Path:
 
 
 def _check_name(name, *, separators: bool = True) -> str:
-  """A dataset name: a non-empty str (a folder or file stem under its format folder)."""
+  """A dataset name: a non-empty str (a folder or file stem under its format
+  folder)."""
   if not isinstance(name, str) or not name:
-    raise TypeError(f"name must be a non-empty str (a dataset's folder or file stem), got {name!r}")
+    raise TypeError(
+      "name must be a non-empty str (a dataset's folder or file stem), "
+      f"got {name!r}"
+    )
   if not separators and ("/" in name or os.sep in name):
     raise ValueError(f"name must be a file-name stem without '/', got {name!r}")
   return name
 
 
 def _dataset_dir(data_dir, *parts: str) -> pathlib.Path:
-  """``<data_dir>/<parts>`` resolved; names with '..', absolute names and symlinks out refused."""
+  """``<data_dir>/<parts>`` resolved; names with '..', absolute names and
+  symlinks out refused."""
   return resolve_inside(_check_dir(data_dir, "data_dir"), *parts, name="name")
 
 
 def _data_file(data_dir, *parts: str) -> pathlib.Path:
-  """An existing data file ``<data_dir>/<parts>``, refused when a symlink leads outside."""
+  """An existing data file ``<data_dir>/<parts>``, refused when a symlink leads
+  outside."""
   return _need(resolve_inside(data_dir, *parts, name="data file"))
 
 
@@ -219,9 +243,10 @@ def random_splits(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
   """Seeded random train/val/test masks, bool[num_splits, n] each.
 
-  ``per_class=True`` draws the fractions inside every class (stratified, e.g. Telegram's
-  60/20/20); otherwise over all nodes (the GeDi/AllSet 50/25/25 protocol). Split r uses
-  ``np.random.default_rng([seed, r])`` so each split is reproducible on its own.
+  ``per_class=True`` draws the fractions inside every class (stratified, e.g.
+  Telegram's 60/20/20); otherwise over all nodes (the GeDi/AllSet 50/25/25
+  protocol). Split r uses ``np.random.default_rng([seed, r])`` so each split is
+  reproducible on its own.
 
   Args:
     y: [n] labels (only their classes matter, for ``per_class``).
@@ -232,13 +257,19 @@ def random_splits(
     per_class: draw the fractions within every class (stratified).
 
   Returns:
-    ``(train_mask, val_mask, test_mask)``, each bool [R, n]; every node is in exactly one of
-    them in each split.
+    ``(train_mask, val_mask, test_mask)``, each bool [R, n]; every node is in
+    exactly one of them in each split.
   """
   y = np.asarray(y)
   if y.ndim != 1 or y.size == 0:
-    raise ValueError(f"y must be a non-empty 1-D label array, got shape {y.shape}")
-  if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    raise ValueError(
+      f"y must be a non-empty 1-D label array, got shape {y.shape}"
+    )
+  if (
+    isinstance(seed, (bool, np.bool_))
+    or not isinstance(seed, (int, np.integer))
+    or seed < 0
+  ):
     raise TypeError(f"seed must be a non-negative int, got {seed!r}")
   if (
     isinstance(num_splits, (bool, np.bool_))
@@ -247,10 +278,16 @@ def random_splits(
   ):
     raise ValueError(f"num_splits must be a positive int, got {num_splits!r}")
   if not (0 < train < 1 and 0 <= val < 1 and train + val < 1):
-    raise ValueError(f"need 0 < train, 0 <= val and train + val < 1, got {train}, {val}")
+    raise ValueError(
+      f"need 0 < train, 0 <= val and train + val < 1, got {train}, {val}"
+    )
   n = y.shape[0]
   out = np.zeros((3, num_splits, n), bool)
-  groups = [np.flatnonzero(y == c) for c in np.unique(y)] if per_class else [np.arange(n)]
+  groups = (
+    [np.flatnonzero(y == c) for c in np.unique(y)]
+    if per_class
+    else [np.arange(n)]
+  )
   for r in range(num_splits):
     rng = np.random.default_rng([seed, r])
     for g in groups:
@@ -269,7 +306,8 @@ class _SplitProtocol(TypedDict):
   val: float
 
 
-# The reference's random-split protocol for mail and co-citation: 50/25/25 over all nodes.
+# The reference's random-split protocol for mail and co-citation: 50/25/25 over
+# all nodes.
 _RANDOM_50_25_25 = _SplitProtocol(per_class=False, train=0.5, val=0.25)
 
 
@@ -291,15 +329,23 @@ def _finish(
   val: float = 0.2,
   directed: bool = True,
 ) -> st.HypergraphData:
-  """The dataset from its parts: seeded splits unless ``masks`` [3, R, n] is given."""
+  """The dataset from its parts: seeded splits unless ``masks`` [3, R, n] is
+  given."""
   y = np.asarray(y, np.int64)
   if masks is None:
     tr, va, te = random_splits(
-      y, split_seed, train=train, val=val, num_splits=num_splits, per_class=per_class
+      y,
+      split_seed,
+      train=train,
+      val=val,
+      num_splits=num_splits,
+      per_class=per_class,
     )
   else:
     tr, va, te = masks
-  data = st.make_data(inc, x, y, train_mask=tr, val_mask=va, test_mask=te, name=name)
+  data = st.make_data(
+    inc, x, y, train_mask=tr, val_mask=va, test_mask=te, name=name
+  )
   return data if directed else st.as_undirected(data)
 
 
@@ -312,11 +358,13 @@ def load_mail(
   directed: bool = True,
   q: float = 0.25,
 ) -> st.HypergraphData:
-  """email-Enron (``name='enroll'``) or email-EU (``'EU'``): star construction, degree feature.
+  """email-Enron (``name='enroll'``) or email-EU (``'EU'``): star construction,
+  degree feature.
 
-  Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be an id-order
-  artefact of the released file; we reproduce the file as is. Splits: seeded 50/25/25 over all
-  nodes (not stratified), the reference's protocol.
+  Note: >99.9% of email-EU edges have ``src < dst``, so its "direction" may be
+  an id-order artefact of the released file; we reproduce the file as is.
+  Splits: seeded 50/25/25 over all nodes (not stratified), the reference's
+  protocol.
 
   Args:
     data_dir: the folder holding ``mail/<name>/``.
@@ -327,14 +375,19 @@ def load_mail(
     q: the phase parameter of the tails.
 
   Returns:
-    A :class:`HypergraphData` with one [n, 1] degree feature and [num_splits, n] masks.
+    A :class:`HypergraphData` with one [n, 1] degree feature and [num_splits, n]
+    masks.
   """
   parts = ("mail", _check_name(name))
   _dataset_dir(data_dir, *parts)
   edges = np.asarray(
-    safe_load_pickle(_data_file(data_dir, *parts, "weight_graph.pickle")), np.int64
+    safe_load_pickle(_data_file(data_dir, *parts, "weight_graph.pickle")),
+    np.int64,
   )
-  y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "weight_label.pickle")), np.int64)
+  y = np.asarray(
+    safe_load_pickle(_data_file(data_dir, *parts, "weight_label.pickle")),
+    np.int64,
+  )
   n = y.shape[0]
   inc = st.from_directed_edges(edges[:, 0], edges[:, 1], n, q=q)
   return _finish(
@@ -358,15 +411,18 @@ def load_cocitation(
   directed: bool = True,
   q: float = 0.25,
 ) -> st.HypergraphData:
-  """Co-citation Cora/Citeseer/Pubmed rebuilt as a directed citation graph [reconstruction].
+  """Co-citation Cora/Citeseer/Pubmed rebuilt as a directed citation graph
+  [reconstruction].
 
-  ``hypergraph.pickle`` maps a citing row to the set of rows it cites; we rebuild the citation
-  edges ``cited -> citing`` and apply the star construction with the cited paper as the tail
-  (as ``.cites`` rows are ``cited<TAB>citing``). Papers that cite only one in-set paper are
-  missing from the pickle, so e.g. Cora has 4,786 instead of 5,429 citations. Pubmed has no
-  feature matrix: the degree feature is used. ``directed=False`` instead returns the AllSet
-  undirected co-citation hypergraph ``{citing} u cited(citing)`` plus self-loops. Splits:
-  seeded 50/25/25 over all nodes (not stratified), the reference's protocol.
+  ``hypergraph.pickle`` maps a citing row to the set of rows it cites; we
+  rebuild the citation edges ``cited -> citing`` and apply the star construction
+  with the cited paper as the tail (as ``.cites`` rows are
+  ``cited<TAB>citing``). Papers that cite only one in-set paper are missing from
+  the pickle, so e.g. Cora has 4,786 instead of 5,429 citations. Pubmed has no
+  feature matrix: the degree feature is used. ``directed=False`` instead returns
+  the AllSet undirected co-citation hypergraph ``{citing} u cited(citing)`` plus
+  self-loops. Splits: seeded 50/25/25 over all nodes (not stratified), the
+  reference's protocol.
 
   Args:
     data_dir: the folder holding ``cocitation/<name>/``.
@@ -382,7 +438,9 @@ def load_cocitation(
   parts = ("cocitation", _check_name(name))
   _dataset_dir(data_dir, *parts)
   hyp = _load_pickle_of(_data_file(data_dir, *parts, "hypergraph.pickle"), dict)
-  y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "labels.pickle")), np.int64)
+  y = np.asarray(
+    safe_load_pickle(_data_file(data_dir, *parts, "labels.pickle")), np.int64
+  )
   n = y.shape[0]
   src, dst = [], []
   for citing, cited in hyp.items():
@@ -392,12 +450,16 @@ def load_cocitation(
   if directed:
     inc = st.from_directed_edges(np.asarray(src), np.asarray(dst), n, q=q)
   else:
-    inc = st.from_hyperedges([sorted({int(k)} | {int(c) for c in v}) for k, v in hyp.items()], n)
+    inc = st.from_hyperedges(
+      [sorted({int(k)} | {int(c) for c in v}) for k, v in hyp.items()], n
+    )
   feat = resolve_inside(data_dir, *parts, "features.pickle", name="data file")
   if feat.exists():
     import scipy.sparse
 
-    x = np.asarray(_load_pickle_of(feat, scipy.sparse.csr_matrix).todense(), np.float32)
+    x = np.asarray(
+      _load_pickle_of(feat, scipy.sparse.csr_matrix).todense(), np.float32
+    )
   else:
     x = _degree_feature(inc)
   return _finish(
@@ -425,9 +487,10 @@ def load_gedi_synthetic(
 ) -> st.HypergraphData:
   """GeDi-HNN's 500-node planted-class sets ``synthetic/inter{10,30,50}``.
 
-  The directed pickle maps a tail tuple to a head tuple (``[()]`` marks an undirected
-  hyperedge). Features are not in the files: ``'degree'`` (default) or ``'gaussian'`` (class
-  means plus unit noise, 16-d, seeded by ``feature_seed``) [reconstruction].
+  The directed pickle maps a tail tuple to a head tuple (``[()]`` marks an
+  undirected hyperedge). Features are not in the files: ``'degree'`` (default)
+  or ``'gaussian'`` (class means plus unit noise, 16-d, seeded by
+  ``feature_seed``) [reconstruction].
 
   Args:
     data_dir: the folder holding ``synthetic/<name>/``.
@@ -444,10 +507,14 @@ def load_gedi_synthetic(
   """
   parts = ("synthetic", _check_name(name))
   _dataset_dir(data_dir, *parts)
-  y = np.asarray(safe_load_pickle(_data_file(data_dir, *parts, "label.pickle")), np.int64)
+  y = np.asarray(
+    safe_load_pickle(_data_file(data_dir, *parts, "label.pickle")), np.int64
+  )
   n = y.shape[0]
   if directed:
-    d = _load_pickle_of(_data_file(data_dir, *parts, "hypergraph_directed.pickle"), dict)
+    d = _load_pickle_of(
+      _data_file(data_dir, *parts, "hypergraph_directed.pickle"), dict
+    )
     tails, heads = [], []
     for t, h in d.items():
       if len(h) == 1 and isinstance(h[0], tuple) and len(h[0]) == 0:
@@ -458,7 +525,9 @@ def load_gedi_synthetic(
         heads.append([int(v) for v in h])
     inc = st.from_directed_hyperedges(tails, heads, n, q=q)
   else:
-    d = _load_pickle_of(_data_file(data_dir, *parts, "hypergraph_undirected.pickle"), dict)
+    d = _load_pickle_of(
+      _data_file(data_dir, *parts, "hypergraph_undirected.pickle"), dict
+    )
     inc = st.from_hyperedges([[int(v) for v in d[k]] for k in sorted(d)], n)
   if features == "degree":
     x = _degree_feature(inc)
@@ -467,9 +536,17 @@ def load_gedi_synthetic(
     means = rng.normal(size=(int(y.max()) + 1, 16))
     x = means[y] + rng.normal(size=(n, 16))
   else:
-    raise ValueError(f"features must be 'degree' or 'gaussian', got {features!r}")
+    raise ValueError(
+      f"features must be 'degree' or 'gaussian', got {features!r}"
+    )
   return _finish(
-    inc, x, y, f"synthetic/{name}", split_seed=split_seed, num_splits=num_splits, directed=directed
+    inc,
+    x,
+    y,
+    f"synthetic/{name}",
+    split_seed=split_seed,
+    num_splits=num_splits,
+    directed=directed,
   )
 
 
@@ -481,10 +558,11 @@ def load_telegram(
   directed: bool = True,
   q: float = 0.25,
 ) -> st.HypergraphData:
-  """Telegram (245 nodes, 4 classes): star construction on the weighted adjacency.
+  """Telegram (245 nodes, 4 classes): star construction on the weighted
+  adjacency.
 
-  Standard protocol: a 1-d N(0, 1) feature from ``numpy.random.RandomState(0)`` and 10 random
-  per-class 60/20/20 splits.
+  Standard protocol: a 1-d N(0, 1) feature from ``numpy.random.RandomState(0)``
+  and 10 random per-class 60/20/20 splits.
 
   Args:
     data_dir: the folder holding ``telegram/``.
@@ -494,27 +572,41 @@ def load_telegram(
     q: the phase parameter of the tails.
 
   Returns:
-    A :class:`HypergraphData` with one [245, 1] feature and [num_splits, 245] masks.
+    A :class:`HypergraphData` with one [245, 1] feature and [num_splits, 245]
+    masks.
   """
   _dataset_dir(data_dir, "telegram")
-  adj = _load_array_file(_data_file(data_dir, "telegram", "telegram_adj.npz"), "sparse").tocoo()
-  y = _load_array_file(_data_file(data_dir, "telegram", "telegram_labels.npy"), "dense")
+  adj = _load_array_file(
+    _data_file(data_dir, "telegram", "telegram_adj.npz"), "sparse"
+  ).tocoo()
+  y = _load_array_file(
+    _data_file(data_dir, "telegram", "telegram_labels.npy"), "dense"
+  )
   y = y.astype(np.int64)
   n = y.shape[0]
   inc = st.from_directed_edges(adj.row, adj.col, n, q=q)
   x = np.random.RandomState(0).normal(size=(n, 1)).astype(np.float32)
   return _finish(
-    inc, x, y, "telegram", split_seed=split_seed, num_splits=num_splits, directed=directed
+    inc,
+    x,
+    y,
+    "telegram",
+    split_seed=split_seed,
+    num_splits=num_splits,
+    directed=directed,
   )
 
 
-def _fixed_split_count(name: str, available: int, num_splits, split_seed) -> int:
-  """How many of a dataset's shipped splits to keep (all for ``num_splits=None``)."""
+def _fixed_split_count(
+  name: str, available: int, num_splits, split_seed
+) -> int:
+  """How many of a dataset's shipped splits to keep (all for
+  ``num_splits=None``)."""
   if split_seed is not None:
     raise ValueError(
-      f"{name} ships {available} fixed split(s), so split_seed={split_seed!r} does not apply "
-      "(it seeds generated splits); pass split_seed=None and choose the first splits with "
-      "num_splits"
+      f"{name} ships {available} fixed split(s), so split_seed={split_seed!r} "
+      "does not apply (it seeds generated splits); "
+      "pass split_seed=None and choose the first splits with num_splits"
     )
   if num_splits is None:
     return available
@@ -524,8 +616,9 @@ def _fixed_split_count(name: str, available: int, num_splits, split_seed) -> int
     or not 1 <= num_splits <= available
   ):
     raise ValueError(
-      f"num_splits must be an int in [1, {available}] for {name}, which ships {available} "
-      f"fixed split(s), or None for all of them; got {num_splits!r}"
+      f"num_splits must be an int in [1, {available}] for {name}, "
+      f"which ships {available} fixed split(s), or None for all of them; "
+      f"got {num_splits!r}"
     )
   return int(num_splits)
 
@@ -539,34 +632,45 @@ def load_heterophilous(
   directed: bool = True,
   q: float = 0.25,
 ) -> st.HypergraphData:
-  """yandex-research ``.npz`` sets (chameleon_filtered[_directed], texas, cornell, ...).
+  """yandex-research ``.npz`` sets (chameleon_filtered[_directed], texas,
+  cornell, ...).
 
-  Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The splits shipped
-  in the file are used: all of them (``num_splits=None``) or the first ``num_splits``; asking
-  for more than the file has, or for a ``split_seed``, raises ``ValueError``. A file that lacks
-  one of the keys ``node_features``, ``node_labels``, ``edges``, ``train_masks``,
-  ``val_masks``, ``test_masks`` raises ``ValueError`` naming the file and the key.
+  Edge list rows are ``(src, dst)``; star construction with ``src`` as tail. The
+  splits shipped in the file are used: all of them (``num_splits=None``) or the
+  first ``num_splits``; asking for more than the file has, or for a
+  ``split_seed``, raises ``ValueError``. A file that lacks one of the keys
+  ``node_features``, ``node_labels``, ``edges``, ``train_masks``, ``val_masks``,
+  ``test_masks`` raises ``ValueError`` naming the file and the key.
 
   Args:
     data_dir: the folder holding ``heterophilous/<name>.npz``.
     name: the file stem, e.g. ``'texas'`` or ``'chameleon_filtered_directed'``.
-    num_splits: the first ``num_splits`` shipped splits, or None for all of them.
+    num_splits: the first ``num_splits`` shipped splits, or None for all of
+      them.
     split_seed: must be None (the splits are fixed).
     directed: False gives the undirected version.
     q: the phase parameter of the tails.
 
   Returns:
-    A :class:`HypergraphData` with the file's [n, F] features and [num_splits, n] masks.
+    A :class:`HypergraphData` with the file's [n, F] features and
+    [num_splits, n] masks.
   """
   _dataset_dir(data_dir, "heterophilous", _check_name(name))
   path = _data_file(data_dir, "heterophilous", f"{name}.npz")
-  keys = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
+  keys = (
+    "node_features",
+    "node_labels",
+    "edges",
+    "train_masks",
+    "val_masks",
+    "test_masks",
+  )
   with _load_array_file(path, "dense") as z:
     missing = [k for k in keys if k not in z.files]
     if missing:
       raise ValueError(
-        f"data file {path} lacks the key(s) {missing} (it has {sorted(z.files)}); expected "
-        f"{list(keys)}"
+        f"data file {path} lacks the key(s) {missing} (it has "
+        f"{sorted(z.files)}); expected {list(keys)}"
       )
     arrays = {}
     for k in keys:
@@ -574,31 +678,40 @@ def load_heterophilous(
         arrays[k] = z[k]
       except Exception as err:  # pylint: disable=broad-except  (truncated zip members)
         raise ValueError(
-          f"data file {path} is corrupt or truncated at key {k!r} ({type(err).__name__}: {err})"
+          f"data file {path} is corrupt or truncated at key {k!r} "
+          f"({type(err).__name__}: {err})"
         ) from err
   x, y, e = arrays["node_features"], arrays["node_labels"], arrays["edges"]
   masks = np.stack([np.asarray(arrays[k], bool) for k in keys[3:]])
   if masks.ndim == 2:  # a single split stored as [n] masks
     masks = masks[:, None]
   if masks.ndim != 3 or masks.shape[2] != y.shape[0]:
-    if masks.ndim == 3 and masks.shape[1] == y.shape[0]:  # stored as [n, num_splits]
+    # stored as [n, num_splits]
+    if masks.ndim == 3 and masks.shape[1] == y.shape[0]:
       masks = masks.transpose(0, 2, 1)
     else:
       raise ValueError(
-        f"data file {path}: the split masks have shape {masks.shape[1:]}, expected "
-        f"[num_splits, {y.shape[0]}] for {y.shape[0]} labelled nodes"
+        f"data file {path}: the split masks have shape {masks.shape[1:]}, "
+        f"expected [num_splits, {y.shape[0]}] for {y.shape[0]} labelled nodes"
       )
-  r = _fixed_split_count(f"heterophilous/{name}", masks.shape[1], num_splits, split_seed)
+  r = _fixed_split_count(
+    f"heterophilous/{name}", masks.shape[1], num_splits, split_seed
+  )
   e = np.asarray(e)
   if e.ndim != 2 or e.shape[1] != 2:
-    raise ValueError(f"data file {path}: 'edges' must be [num_edges, 2], got {e.shape}")
+    raise ValueError(
+      f"data file {path}: 'edges' must be [num_edges, 2], got {e.shape}"
+    )
   inc = st.from_directed_edges(e[:, 0], e[:, 1], y.shape[0], q=q)
-  return _finish(inc, x, y, f"heterophilous/{name}", masks=masks[:, :r], directed=directed)
+  return _finish(
+    inc, x, y, f"heterophilous/{name}", masks=masks[:, :r], directed=directed
+  )
 
 
 def _csr_shape(m: scipy.sparse.csr_matrix) -> tuple[int, int]:
-  """``m.shape``. Scipy has no type information: pyright infers ``shape`` from the base class's
-  ``self._shape = None`` and reads it as possibly None, which it never is once constructed."""
+  """``m.shape``. Scipy has no type information: pyright infers ``shape`` from
+  the base class's ``self._shape = None`` and reads it as possibly None, which
+  it never is once constructed."""
   return m.shape  # pyright: ignore[reportReturnType]
 
 
@@ -609,12 +722,14 @@ def load_planetoid(
   num_splits: int | None = None,
   split_seed: None = None,
 ) -> st.HypergraphData:
-  """Planetoid Cora/Citeseer (undirected): one neighbourhood hyperedge ``{v} u N(v)`` per node.
+  """Planetoid Cora/Citeseer (undirected): one neighbourhood hyperedge
+  ``{v} u N(v)`` per node.
 
-  Standard split (train = the first ``len(y)`` rows, val = the next 500, test = ``test.index``),
-  the only one: ``num_splits`` other than None or 1, or any ``split_seed``, raises
-  ``ValueError``. Citeseer's 15 test ids without a feature row get zero features and label 0
-  and belong to no split. The result is undirected (use with the undirected backbones).
+  Standard split (train = the first ``len(y)`` rows, val = the next 500, test =
+  ``test.index``), the only one: ``num_splits`` other than None or 1, or any
+  ``split_seed``, raises ``ValueError``. Citeseer's 15 test ids without a
+  feature row get zero features and label 0 and belong to no split. The result
+  is undirected (use with the undirected backbones).
 
   Args:
     data_dir: the folder holding ``planetoid/ind.<name>.*``.
@@ -632,22 +747,29 @@ def load_planetoid(
   _check_dir(data_dir, "data_dir")
 
   def part(k: str, kind: type[_T]) -> _T:
-    return _load_pickle_of(_data_file(data_dir, "planetoid", f"ind.{name}.{k}"), kind)
+    return _load_pickle_of(
+      _data_file(data_dir, "planetoid", f"ind.{name}.{k}"), kind
+    )
 
   csr = scipy.sparse.csr_matrix
-  part("x", csr)  # unused (allx holds it), but read: a missing or corrupt file is an error
+  # unused (allx holds it), but read: a missing or corrupt file is an error
+  part("x", csr)
   train_y = part("y", np.ndarray)
   tx, ty = part("tx", csr), part("ty", np.ndarray)
   allx, ally = part("allx", csr), part("ally", np.ndarray)
   graph = part("graph", dict)
-  test_idx = np.loadtxt(_data_file(data_dir, "planetoid", f"ind.{name}.test.index"), dtype=np.int64)
+  test_idx = np.loadtxt(
+    _data_file(data_dir, "planetoid", f"ind.{name}.test.index"), dtype=np.int64
+  )
   lo, hi = int(test_idx.min()), int(test_idx.max())
   n = max(len(graph), hi + 1, _csr_shape(allx)[0] + (hi - lo + 1))
   tx_full = scipy.sparse.lil_matrix((hi - lo + 1, _csr_shape(tx)[1]))
   ty_full = np.zeros((hi - lo + 1, ty.shape[1]))
   tx_full[test_idx - lo] = tx
   ty_full[test_idx - lo] = ty
-  feats = scipy.sparse.vstack([allx, tx_full.tocsr()]).toarray().astype(np.float32)
+  feats = (
+    scipy.sparse.vstack([allx, tx_full.tocsr()]).toarray().astype(np.float32)
+  )
   labels_1h = np.vstack([ally, ty_full])
   nl = feats.shape[0]
   if nl < n:
@@ -662,7 +784,13 @@ def load_planetoid(
   va[ntr : ntr + 500] = True
   te[test_idx] = True
   return st.make_data(
-    inc, feats, y, train_mask=tr, val_mask=va, test_mask=te, name=f"planetoid/{name}"
+    inc,
+    feats,
+    y,
+    train_mask=tr,
+    val_mask=va,
+    test_mask=te,
+    name=(f"planetoid/{name}"),
   )
 
 
@@ -681,7 +809,10 @@ DATASETS: dict[str, tuple[_Loader, dict[str, object]]] = {
   "inter50": (load_gedi_synthetic, dict(name="inter50")),
   "telegram": (load_telegram, {}),
   "chameleon": (load_heterophilous, dict(name="chameleon_filtered")),
-  "chameleon-directed": (load_heterophilous, dict(name="chameleon_filtered_directed")),
+  "chameleon-directed": (
+    load_heterophilous,
+    dict(name=("chameleon_filtered_directed")),
+  ),
   "texas": (load_heterophilous, dict(name="texas")),
   "cornell": (load_heterophilous, dict(name="cornell")),
   "planetoid-cora": (load_planetoid, dict(name="cora")),
@@ -708,20 +839,23 @@ def _resolve(name: str) -> tuple[_Loader, dict[str, object]]:
     if fmt in FORMATS and stem and stem not in (".", ".."):
       return FORMATS[fmt], dict(name=stem)
   raise ValueError(
-    f"unknown dataset {name!r}; expected one of {sorted(DATASETS)} or '<format>/<name>' with "
-    f"format in {sorted(FORMATS)} (the folder under data_dir and the dataset's file or folder "
-    "name, e.g. 'heterophilous/roman_empire')"
+    f"unknown dataset {name!r}; expected one of {sorted(DATASETS)} or "
+    f"'<format>/<name>' with format in {sorted(FORMATS)} (the folder under "
+    "data_dir and the dataset's file or folder name, e.g. "
+    "'heterophilous/roman_empire')"
   )
 
 
 def ships_splits(name: str) -> bool:
-  """Whether dataset ``name`` (as for :func:`load`) comes with fixed splits (no ``split_seed``).
+  """Whether dataset ``name`` (as for :func:`load`) comes with fixed splits (no
+  ``split_seed``).
 
   Args:
     name: a dataset name as :func:`load` takes it.
 
   Returns:
-    True for the heterophilous and planetoid sets, False for those with generated splits.
+    True for the heterophilous and planetoid sets, False for those with
+    generated splits.
   """
   fn, _ = _resolve(name)
   return fn in (load_heterophilous, load_planetoid)
@@ -738,17 +872,20 @@ def load(
   """Loads a dataset by name from ``data_dir``.
 
   Args:
-    name: a key of ``DATASETS`` (the shared benchmark sets) or ``'<format>/<name>'`` for any
-      other dataset in a supported format: ``format`` is the folder under ``data_dir``
-      (``FORMATS``: mail, cocitation, synthetic, heterophilous, planetoid) and ``name`` the
-      dataset's folder or file stem there, e.g. ``'heterophilous/roman_empire'`` reads
-      ``<data_dir>/heterophilous/roman_empire.npz``.
+    name: a key of ``DATASETS`` (the shared benchmark sets) or
+      ``'<format>/<name>'`` for any other dataset in a supported format:
+      ``format`` is the folder under ``data_dir`` (``FORMATS``: mail,
+      cocitation, synthetic, heterophilous, planetoid) and ``name`` the
+      dataset's folder or file stem there, e.g. ``'heterophilous/roman_empire'``
+      reads ``<data_dir>/heterophilous/roman_empire.npz``.
     data_dir: the folder holding the format folders.
-    split_seed: seed of the generated splits (default 0); datasets that ship fixed splits
-      (:func:`ships_splits`) raise ``ValueError`` when it is given.
-    num_splits: how many splits: generated ones (default 10), or the first ``num_splits`` of
-      the shipped ones (default all; more than the file has raises ``ValueError``).
-    directed: None keeps the loader's default; False gives the undirected version.
+    split_seed: seed of the generated splits (default 0); datasets that ship
+      fixed splits (:func:`ships_splits`) raise ``ValueError`` when it is given.
+    num_splits: how many splits: generated ones (default 10), or the first
+      ``num_splits`` of the shipped ones (default all; more than the file has
+      raises ``ValueError``).
+    directed: None keeps the loader's default; False gives the undirected
+      version.
 
   Returns:
     A :class:`HypergraphData` with ``[num_splits, n]`` masks.

@@ -1,9 +1,10 @@
 """Hypergraph containers with static sizes, host-side builders and validation.
 
-Incidence convention (GeDi-HNN / PANDA, see the package docstring): ``H_ve = 1`` for heads and
-undirected membership, ``H_ve = exp(s * 2 pi i q)`` for tails, where ``s = +1`` under the
-``'code'`` phase convention (the official code, tails get ``i`` for ``q = 1/4``) and ``s = -1``
-under the ``'dshn'`` convention. Degrees count incidences (``w_e = 1``).
+Incidence convention (GeDi-HNN / PANDA, see the package docstring): ``H_ve = 1``
+for heads and undirected membership, ``H_ve = exp(s * 2 pi i q)`` for tails,
+where ``s = +1`` under the ``'code'`` phase convention (the official code, tails
+get ``i`` for ``q = 1/4``) and ``s = -1`` under the ``'dshn'`` convention.
+Degrees count incidences (``w_e = 1``).
 """
 
 from __future__ import annotations
@@ -33,15 +34,20 @@ _CONVENTIONS = ("code", "dshn")
 
 
 def _check_count(value, name, minimum):
-  if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-    raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+  if isinstance(value, (bool, np.bool_)) or not isinstance(
+    value, (int, np.integer)
+  ):
+    raise TypeError(
+      f"{name} must be an int, got {type(value).__name__} {value!r}"
+    )
   if value < minimum:
     raise ValueError(f"{name} must be >= {minimum}, got {value}")
   return int(value)
 
 
 def _as_index(values, name) -> np.ndarray:
-  """Node ids as int64, refusing non-integer values (1.7 is never truncated to 1)."""
+  """Node ids as int64, refusing non-integer values (1.7 is never truncated to
+  1)."""
   a = np.asarray(values)
   if a.size == 0:
     return a.astype(np.int64).reshape(-1)
@@ -52,7 +58,9 @@ def _as_index(values, name) -> np.ndarray:
   if np.issubdtype(a.dtype, np.floating):
     if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
       bad = a[~np.isfinite(a) | (a != np.round(a))].ravel()[:3].tolist()
-      raise ValueError(f"{name} must hold integer node ids, got non-integer values {bad}")
+      raise ValueError(
+        f"{name} must hold integer node ids, got non-integer values {bad}"
+      )
   return a.astype(np.int64).reshape(-1)
 
 
@@ -62,17 +70,23 @@ def _check_inc(inc, name="inc"):
 
 
 class Incidence(flax.struct.PyTreeNode):
-  """Incidence pairs of a (possibly directed) hypergraph, sorted by hyperedge then node.
+  """Incidence pairs of a (possibly directed) hypergraph, sorted by hyperedge
+  then node.
 
   Attributes:
     node: int32[nnz] node of each incidence pair.
-    edge: int32[nnz] hyperedge of each pair (non-decreasing: stage-1 segment ids are sorted).
-    phase_re: f32[nnz] real part of ``H_ve`` (1 for heads/undirected, cos 2 pi q for tails).
-    phase_im: f32[nnz] imaginary part of ``H_ve`` (0 for heads, +-sin 2 pi q for tails).
+    edge: int32[nnz] hyperedge of each pair (non-decreasing: stage-1 segment ids
+      are sorted).
+    phase_re: f32[nnz] real part of ``H_ve`` (1 for heads/undirected, cos 2 pi q
+      for tails).
+    phase_im: f32[nnz] imaginary part of ``H_ve`` (0 for heads, +-sin 2 pi q for
+      tails).
     deg_node: f32[n] ``d_v = sum_e |H_ve|`` (number of incidences of v).
     deg_edge: f32[m] ``delta_e = sum_v |H_ve|`` (hyperedge size).
-    by_edge: int32[nnz] permutation sorting the pairs by edge (identity, kept for symmetry).
-    by_node: int32[nnz] stable permutation sorting the pairs by node (stage 2 order).
+    by_edge: int32[nnz] permutation sorting the pairs by edge (identity, kept
+      for symmetry).
+    by_node: int32[nnz] stable permutation sorting the pairs by node (stage 2
+      order).
     num_nodes: static n.
     num_edges: static m, explicit and independent of ``num_nodes``.
   """
@@ -98,24 +112,28 @@ class Incidence(flax.struct.PyTreeNode):
 
   def to_numpy(
     self,
-  ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.complex128]]:
+  ) -> tuple[
+    npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.complex128]
+  ]:
     """The incidence pairs as host arrays.
 
     Returns:
-      ``(node, edge, H)``: int32 [nnz], int32 [nnz] and complex128 [nnz], the phase ``H_ve`` of
-      each pair, in the edge-sorted pair order.
+      ``(node, edge, H)``: int32 [nnz], int32 [nnz] and complex128 [nnz], the
+      phase ``H_ve`` of each pair, in the edge-sorted pair order.
     """
     return (
       np.asarray(self.node),
       np.asarray(self.edge),
-      np.asarray(self.phase_re, np.float64) + 1j * np.asarray(self.phase_im, np.float64),
+      np.asarray(self.phase_re, np.float64)
+      + 1j * np.asarray(self.phase_im, np.float64),
     )
 
   def dense(self) -> npt.NDArray[np.complex128]:
     """Dense complex128 incidence matrix ``H`` (for tests and small graphs).
 
     Returns:
-      [n, m] complex128 numpy array with ``H_ve`` at each incidence pair and 0 elsewhere.
+      [n, m] complex128 numpy array with ``H_ve`` at each incidence pair and 0
+      elsewhere.
     """
     node, edge, ph = self.to_numpy()
     h = np.zeros((self.num_nodes, self.num_edges), np.complex128)
@@ -164,7 +182,9 @@ class HypergraphData(flax.struct.PyTreeNode):
       A :class:`HypergraphData` whose three masks are ``[1, n]``.
     """
     if not 0 <= r < self.num_splits:
-      raise ValueError(f"split index r must be in [0, {self.num_splits}), got {r}")
+      raise ValueError(
+        f"split index r must be in [0, {self.num_splits}), got {r}"
+      )
     return self.replace(
       train_mask=self.train_mask[r : r + 1],
       val_mask=self.val_mask[r : r + 1],
@@ -175,8 +195,9 @@ class HypergraphData(flax.struct.PyTreeNode):
     """Sizes of the dataset, for logs and tables.
 
     Returns:
-      A dict with ``name``, ``nodes``, ``hyperedges``, ``incidences``, ``max_edge_size``,
-      ``isolated_nodes``, ``features``, ``classes``, ``splits`` and ``directed``.
+      A dict with ``name``, ``nodes``, ``hyperedges``, ``incidences``,
+      ``max_edge_size``, ``isolated_nodes``, ``features``, ``classes``,
+      ``splits`` and ``directed``.
     """
     inc = self.incidence
     deg = np.asarray(inc.deg_node)
@@ -185,7 +206,9 @@ class HypergraphData(flax.struct.PyTreeNode):
       nodes=inc.num_nodes,
       hyperedges=inc.num_edges,
       incidences=inc.nnz,
-      max_edge_size=int(np.max(np.asarray(inc.deg_edge))) if inc.num_edges else 0,
+      max_edge_size=int(np.max(np.asarray(inc.deg_edge)))
+      if inc.num_edges
+      else 0,
       isolated_nodes=int(np.sum(deg == 0)),
       features=int(self.x.shape[1]),
       classes=self.num_classes,
@@ -195,7 +218,9 @@ class HypergraphData(flax.struct.PyTreeNode):
 
 
 def _check_q(q):
-  if isinstance(q, (bool, np.bool_)) or not isinstance(q, (int, float, np.integer, np.floating)):
+  if isinstance(q, (bool, np.bool_)) or not isinstance(
+    q, (int, float, np.integer, np.floating)
+  ):
     raise TypeError(f"q must be a real number, got {type(q).__name__} {q!r}")
   if not np.isfinite(q):
     raise ValueError(f"q must be finite, got {q!r}")
@@ -204,7 +229,10 @@ def _check_q(q):
 
 def _phase(q: float, phase_convention: str) -> complex:
   if phase_convention not in _CONVENTIONS:
-    raise ValueError(f"phase_convention must be one of {_CONVENTIONS}, got {phase_convention!r}")
+    raise ValueError(
+      f"phase_convention must be one of {_CONVENTIONS}, "
+      f"got {phase_convention!r}"
+    )
   sign = 1.0 if phase_convention == "code" else -1.0
   return complex(np.exp(sign * 2j * np.pi * q))
 
@@ -225,39 +253,48 @@ def from_incidence_pairs(
     edge: int[nnz] hyperedge index of each pair, in ``[0, num_edges)``.
     num_nodes: n (static).
     num_edges: m (static), given explicitly.
-    phase: optional complex[nnz] ``H_ve`` per pair (default 1, undirected). Must have modulus 1.
-    allow_empty_edges: if False, a hyperedge with no member raises ``ValueError``.
+    phase: optional complex[nnz] ``H_ve`` per pair (default 1, undirected). Must
+      have modulus 1.
+    allow_empty_edges: if False, a hyperedge with no member raises
+      ``ValueError``.
 
   Returns:
     The :class:`Incidence`, pairs sorted by hyperedge then node.
 
   Raises:
-    ValueError: on mismatched lengths, out-of-range indices, duplicate pairs, bad phases or
-      empty hyperedges.
+    ValueError: on mismatched lengths, out-of-range indices, duplicate pairs,
+      bad phases or empty hyperedges.
   """
   node = np.asarray(node)
   edge = np.asarray(edge)
   if node.ndim != 1 or edge.ndim != 1:
     raise ValueError(
-      f"node and edge must be 1-D index arrays, got shapes {node.shape}, {edge.shape}"
+      f"node and edge must be 1-D index arrays, got shapes {node.shape}, "
+      f"{edge.shape}"
     )
   if node.shape != edge.shape:
     raise ValueError(
-      f"node and edge must have the same length, got {node.shape[0]} and {edge.shape[0]}"
+      f"node and edge must have the same length, got {node.shape[0]} and "
+      f"{edge.shape[0]}"
     )
   if node.size and not (
-    np.issubdtype(node.dtype, np.integer) and np.issubdtype(edge.dtype, np.integer)
+    np.issubdtype(node.dtype, np.integer)
+    and np.issubdtype(edge.dtype, np.integer)
   ):
-    raise TypeError(f"node and edge must be integer arrays, got {node.dtype} and {edge.dtype}")
+    raise TypeError(
+      f"node and edge must be integer arrays, got {node.dtype} and {edge.dtype}"
+    )
   num_nodes = _check_count(num_nodes, "num_nodes", 1)
   num_edges = _check_count(num_edges, "num_edges", 0)
   if node.size and (node.min() < 0 or node.max() >= num_nodes):
     raise ValueError(
-      f"node indices must lie in [0, {num_nodes}), got range [{node.min()}, {node.max()}]"
+      f"node indices must lie in [0, {num_nodes}), got range [{node.min()}, "
+      f"{node.max()}]"
     )
   if edge.size and (edge.min() < 0 or edge.max() >= num_edges):
     raise ValueError(
-      f"edge indices must lie in [0, {num_edges}), got range [{edge.min()}, {edge.max()}]"
+      f"edge indices must lie in [0, {num_edges}), got range [{edge.min()}, "
+      f"{edge.max()}]"
     )
   if phase is None:
     phase = np.ones(node.shape, np.complex128)
@@ -270,7 +307,11 @@ def from_incidence_pairs(
   if np.unique(key).size != key.size:
     raise ValueError("duplicate (node, edge) incidence pairs")
   order = np.lexsort((node, edge))
-  node, edge, phase = node[order].astype(np.int32), edge[order].astype(np.int32), phase[order]
+  node, edge, phase = (
+    node[order].astype(np.int32),
+    edge[order].astype(np.int32),
+    phase[order],
+  )
   deg_edge = np.bincount(edge, minlength=num_edges).astype(np.float32)
   if not allow_empty_edges and num_edges and np.any(deg_edge == 0):
     raise ValueError(
@@ -293,19 +334,24 @@ def from_incidence_pairs(
   )
 
 
-def from_hyperedges(members: Sequence[Sequence[int]], num_nodes: int) -> Incidence:
-  """Undirected hypergraph from a list of member lists (repeated members are merged).
+def from_hyperedges(
+  members: Sequence[Sequence[int]], num_nodes: int
+) -> Incidence:
+  """Undirected hypergraph from a list of member lists (repeated members are
+  merged).
 
   Args:
-    members: one sequence of node ids per hyperedge, each id in ``[0, num_nodes)``.
+    members: one sequence of node ids per hyperedge, each id in ``[0,
+      num_nodes)``.
     num_nodes: n.
 
   Returns:
-    The undirected :class:`Incidence` (all phases 1) with ``len(members)`` hyperedges.
+    The undirected :class:`Incidence` (all phases 1) with ``len(members)``
+    hyperedges.
 
   Raises:
-    TypeError, ValueError: non-integer members (1.7 is not truncated), members outside
-      ``[0, num_nodes)``, empty hyperedges, no hyperedge at all.
+    TypeError, ValueError: non-integer members (1.7 is not truncated), members
+      outside ``[0, num_nodes)``, empty hyperedges, no hyperedge at all.
   """
   num_nodes = _check_count(num_nodes, "num_nodes", 1)
   node, edge = [], []
@@ -315,7 +361,9 @@ def from_hyperedges(members: Sequence[Sequence[int]], num_nodes: int) -> Inciden
     edge.append(np.full(mem.size, e, np.int64))
   if not members:
     raise ValueError("members must contain at least one hyperedge")
-  return from_incidence_pairs(np.concatenate(node), np.concatenate(edge), num_nodes, len(members))
+  return from_incidence_pairs(
+    np.concatenate(node), np.concatenate(edge), num_nodes, len(members)
+  )
 
 
 def from_directed_hyperedges(
@@ -326,24 +374,27 @@ def from_directed_hyperedges(
   q: float = 0.25,
   phase_convention: str = "code",
 ) -> Incidence:
-  """Directed hypergraph: hyperedge e = T(e) u H(e), tails get phase ``exp(+-2 pi i q)``.
+  """Directed hypergraph: hyperedge e = T(e) u H(e), tails get phase
+  ``exp(+-2 pi i q)``.
 
-  A node listed both as tail and head is kept once, as a tail. An empty tail set gives an
-  undirected hyperedge.
+  A node listed both as tail and head is kept once, as a tail. An empty tail set
+  gives an undirected hyperedge.
 
   Args:
     tails: one sequence of tail node ids per hyperedge.
     heads: one sequence of head node ids per hyperedge (as many as ``tails``).
     num_nodes: n.
     q: the phase parameter (``i`` on tails for ``q = 1/4``).
-    phase_convention: ``'code'`` (``exp(+2 pi i q)``) or ``'dshn'`` (its conjugate).
+    phase_convention: ``'code'`` (``exp(+2 pi i q)``) or ``'dshn'`` (its
+      conjugate).
 
   Returns:
     The directed :class:`Incidence` with ``len(tails)`` hyperedges.
   """
   if len(tails) != len(heads):
     raise ValueError(
-      f"tails and heads must have the same length, got {len(tails)} and {len(heads)}"
+      "tails and heads must have the same length, "
+      f"got {len(tails)} and {len(heads)}"
     )
   num_nodes = _check_count(num_nodes, "num_nodes", 1)
   q = _check_q(q)
@@ -358,7 +409,11 @@ def from_directed_hyperedges(
     edge.append(np.full(t.size + h.size, e, np.int64))
     ph += [np.full(t.size, tail_phase), np.ones(h.size, np.complex128)]
   return from_incidence_pairs(
-    np.concatenate(node), np.concatenate(edge), num_nodes, len(tails), phase=np.concatenate(ph)
+    np.concatenate(node),
+    np.concatenate(edge),
+    num_nodes,
+    len(tails),
+    phase=np.concatenate(ph),
   )
 
 
@@ -372,17 +427,19 @@ def from_directed_edges(
 ) -> Incidence:
   """GeDi-HNN star construction from a directed graph.
 
-  For every node t with out-neighbours, the hyperedge ``e_t = {t} u N_out(t)`` has t as its tail
-  (phase ``exp(+-2 pi i q)``) and ``N_out(t) \\ {t}`` as heads (phase 1). Duplicate edges are
-  merged and self-loop edges ``t -> t`` are dropped first, as in the reference (a node whose only
-  out-edge is a self-loop gets no hyperedge). Hyperedges are numbered by increasing anchor t.
+  For every node t with out-neighbours, the hyperedge ``e_t = {t} u N_out(t)``
+  has t as its tail (phase ``exp(+-2 pi i q)``) and ``N_out(t) \\ {t}`` as heads
+  (phase 1). Duplicate edges are merged and self-loop edges ``t -> t`` are
+  dropped first, as in the reference (a node whose only out-edge is a self-loop
+  gets no hyperedge). Hyperedges are numbered by increasing anchor t.
 
   Args:
     src: int[E] source node of each directed edge ``src -> dst``.
     dst: int[E] target node of each edge.
     num_nodes: n.
     q: the phase parameter (``i`` on tails for ``q = 1/4``).
-    phase_convention: ``'code'`` (``exp(+2 pi i q)``) or ``'dshn'`` (its conjugate).
+    phase_convention: ``'code'`` (``exp(+2 pi i q)``) or ``'dshn'`` (its
+      conjugate).
 
   Returns:
     The directed :class:`Incidence`, one hyperedge per node with an out-edge.
@@ -392,12 +449,17 @@ def from_directed_edges(
   src = _as_index(src, "src")
   dst = _as_index(dst, "dst")
   if src.shape != dst.shape:
-    raise ValueError(f"src and dst must have the same length, got {src.size} and {dst.size}")
+    raise ValueError(
+      f"src and dst must have the same length, got {src.size} and {dst.size}"
+    )
   if src.size == 0:
     raise ValueError("the directed graph has no edges")
   for name, a in (("src", src), ("dst", dst)):
     if a.min() < 0 or a.max() >= num_nodes:
-      raise ValueError(f"{name} indices must lie in [0, {num_nodes}), got [{a.min()}, {a.max()}]")
+      raise ValueError(
+        f"{name} indices must lie in [0, {num_nodes}), got [{a.min()}, "
+        f"{a.max()}]"
+      )
   pairs = np.unique(np.stack([src, dst], 1), axis=0)
   pairs = pairs[pairs[:, 0] != pairs[:, 1]]
   if pairs.shape[0] == 0:
@@ -408,19 +470,24 @@ def from_directed_edges(
   node = np.concatenate([anchors, pairs[heads, 1]])
   edge = np.concatenate([np.arange(anchors.size), eid[heads]])
   ph = np.concatenate(
-    [np.full(anchors.size, _phase(q, phase_convention)), np.ones(int(heads.sum()), np.complex128)]
+    [
+      np.full(anchors.size, _phase(q, phase_convention)),
+      np.ones(int(heads.sum()), np.complex128),
+    ]
   )
   return from_incidence_pairs(node, edge, num_nodes, anchors.size, phase=ph)
 
 
 def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
-  """Adds a singleton hyperedge {v} for every node v that is not already a singleton hyperedge.
+  """Adds a singleton hyperedge {v} for every node v that is not already a
+  singleton hyperedge.
 
   Args:
     inc: the :class:`Incidence` (n nodes, m hyperedges).
 
   Returns:
-    A new :class:`Incidence` with the m hyperedges first, then the added singletons (phase 1).
+    A new :class:`Incidence` with the m hyperedges first, then the added
+    singletons (phase 1).
   """
   _check_inc(inc)
   node, edge, ph = inc.to_numpy()
@@ -438,8 +505,11 @@ def add_self_loop_hyperedges(inc: Incidence) -> Incidence:
   )
 
 
-def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> HypergraphData:
-  """Drops phases (all ``H_ve = 1``) and, by default, adds self-loop hyperedges (undirected path).
+def as_undirected(
+  data: HypergraphData, *, self_loops: bool = True
+) -> HypergraphData:
+  """Drops phases (all ``H_ve = 1``) and, by default, adds self-loop hyperedges
+  (undirected path).
 
   Args:
     data: the (directed) hypergraph dataset.
@@ -452,7 +522,11 @@ def as_undirected(data: HypergraphData, *, self_loops: bool = True) -> Hypergrap
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   node, edge, _ = data.incidence.to_numpy()
   inc = from_incidence_pairs(
-    node, edge, data.incidence.num_nodes, data.incidence.num_edges, allow_empty_edges=True
+    node,
+    edge,
+    data.incidence.num_nodes,
+    data.incidence.num_edges,
+    allow_empty_edges=True,
   )
   if self_loops:
     inc = add_self_loop_hyperedges(inc)
@@ -470,30 +544,36 @@ def make_data(
   num_classes: int | None = None,
   name: str = "hypergraph",
 ) -> HypergraphData:
-  """Validated :class:`HypergraphData` constructor (host arrays in, device arrays out).
+  """Validated :class:`HypergraphData` constructor (host arrays in, device
+  arrays out).
 
   Args:
     inc: the :class:`Incidence` (n nodes).
     x: [n, F] real node features (stored as float32).
     y: [n] integer labels.
-    train_mask: [R, n] or [n] bool (or 0/1) mask of the training nodes of R splits.
+    train_mask: [R, n] or [n] bool (or 0/1) mask of the training nodes of R
+      splits.
     val_mask: [R, n] or [n] validation mask.
     test_mask: [R, n] or [n] test mask.
     num_classes: K; default ``max(y) + 1``.
     name: the dataset's name.
 
   Returns:
-    The :class:`HypergraphData` (masks [R, n]; ``directed`` set from the phases).
+    The :class:`HypergraphData` (masks [R, n]; ``directed`` set from the
+    phases).
 
   Raises:
-    TypeError, ValueError: wrong shapes; non-finite features; labels that are not integers
-      (float labels are accepted only when every value is a whole number: 1.6 is never
-      truncated) or outside ``[0, num_classes)``; masks that are not boolean (or 0/1).
+    TypeError, ValueError: wrong shapes; non-finite features; labels that are
+      not integers (float labels are accepted only when every value is a whole
+      number: 1.6 is never truncated) or outside ``[0, num_classes)``; masks
+      that are not boolean (or 0/1).
   """
   _check_inc(inc)
   n = inc.num_nodes
   x = np.asarray(x)
-  if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
+  if not (
+    np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)
+  ):
     raise TypeError(f"x must be a real feature matrix, got dtype {x.dtype}")
   x = x.astype(np.float32)
   y = np.asarray(y)
@@ -508,12 +588,20 @@ def make_data(
     num_classes = int(y.max()) + 1
   num_classes = _check_count(num_classes, "num_classes", 1)
   if y.min() < 0 or y.max() >= num_classes:
-    raise ValueError(f"labels must lie in [0, {num_classes}), got [{y.min()}, {y.max()}]")
+    raise ValueError(
+      f"labels must lie in [0, {num_classes}), got [{y.min()}, {y.max()}]"
+    )
   masks = []
-  for nm, m in (("train_mask", train_mask), ("val_mask", val_mask), ("test_mask", test_mask)):
+  for nm, m in (
+    ("train_mask", train_mask),
+    ("val_mask", val_mask),
+    ("test_mask", test_mask),
+  ):
     m = np.asarray(m)
     if m.dtype != np.bool_:
-      if not (np.issubdtype(m.dtype, np.number) and np.all((m == 0) | (m == 1))):
+      if not (
+        np.issubdtype(m.dtype, np.number) and np.all((m == 0) | (m == 1))
+      ):
         raise TypeError(f"{nm} must be boolean (or 0/1), got dtype {m.dtype}")
       m = m.astype(bool)
     if m.ndim == 1:
@@ -537,25 +625,28 @@ def make_data(
 
 
 def pad_incidence(inc: Incidence, nnz: int) -> tuple[Incidence, jax.Array]:
-  """Pads the pairs to length ``nnz`` so several graphs can share one compiled shape.
+  """Pads the pairs to length ``nnz`` so several graphs can share one compiled
+  shape.
 
-  Padded pairs point at node ``n`` and hyperedge ``m`` (one dummy segment past the end) with
-  phase 0. Kernels called with ``num_segments = n + 1`` (or ``m + 1``) and then sliced ignore
-  them.
+  Padded pairs point at node ``n`` and hyperedge ``m`` (one dummy segment past
+  the end) with phase 0. Kernels called with ``num_segments = n + 1`` (or
+  ``m + 1``) and then sliced ignore them.
 
   Args:
     inc: the :class:`Incidence`.
     nnz: the padded number of pairs, >= ``inc.nnz``.
 
   Returns:
-    ``(padded, valid)``: the padded incidence (``num_nodes``/``num_edges`` unchanged) and the
-    bool [nnz] validity mask.
+    ``(padded, valid)``: the padded incidence (``num_nodes``/``num_edges``
+    unchanged) and the bool [nnz] validity mask.
   """
   _check_inc(inc)
   nnz = _check_count(nnz, "nnz", 0)
   k = inc.nnz
   if nnz < k:
-    raise ValueError(f"nnz must be >= the current number of pairs {k}, got {nnz}")
+    raise ValueError(
+      f"nnz must be >= the current number of pairs {k}, got {nnz}"
+    )
   pad = nnz - k
   f = lambda a, v: jnp.concatenate([a, jnp.full((pad,), v, a.dtype)])
   valid = jnp.arange(nnz) < k

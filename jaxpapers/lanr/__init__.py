@@ -1,13 +1,14 @@
 """LAnR: latent abstraction for retrieval-augmented generation.
 
-One LM encodes documents, produces retrieval vectors from the hidden state of a [PRED] token,
-and decides with a small MLP over the same hidden states when enough evidence has been
-retrieved. This package implements the heads, the objectives (multi-positive InfoNCE,
-answer-entropy and oracle control labels), the jitted multi-hop loop with adaptive stopping,
-the synthetic multi-hop QA world of the experiment, the pipeline and stopping baselines, and
-what a loop and its stopping rule achieve per question (``stop_outcomes``, ``next_hop_accuracy``).
-The paper has no public code: everything beyond the abstract is a reconstruction (marked in
-each docstring).
+One LM encodes documents, produces retrieval vectors from the hidden state of a
+[PRED] token, and decides with a small MLP over the same hidden states when
+enough evidence has been retrieved. This package implements the heads, the
+objectives (multi-positive InfoNCE, answer-entropy and oracle control labels),
+the jitted multi-hop loop with adaptive stopping, the synthetic multi-hop QA
+world of the experiment, the pipeline and stopping baselines, and what a loop
+and its stopping rule achieve per question (``stop_outcomes``,
+``next_hop_accuracy``). The paper has no public code: everything beyond the
+abstract is a reconstruction (marked in each docstring).
 """
 
 from jaxpapers.lanr._config import LAnRConfig
@@ -24,8 +25,17 @@ from jaxpapers.lanr._data import (
   question_as_query_retrieve,
   support_recall,
 )
-from jaxpapers.lanr._eval import bm25_diagnostics, next_hop_accuracy, stop_outcomes
-from jaxpapers.lanr._frozen import cosine_scores, fit_whitening, frozen_scorers, whiten
+from jaxpapers.lanr._eval import (
+  bm25_diagnostics,
+  next_hop_accuracy,
+  stop_outcomes,
+)
+from jaxpapers.lanr._frozen import (
+  cosine_scores,
+  fit_whitening,
+  frozen_scorers,
+  whiten,
+)
 from jaxpapers.lanr._heads import (
   control_logits,
   doc_embedding,

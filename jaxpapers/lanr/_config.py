@@ -15,7 +15,8 @@ class LAnRConfig:
 
   Attributes:
     rep_dim: D_r, the retrieval space width.
-    rep_layer: ℓ*, the layer whose input residual stream is the hidden state (−1: last).
+    rep_layer: ℓ*, the layer whose input residual stream is the hidden state
+      (−1: last).
     t_max: T_max, the most retrieval calls per question.
     tau_stop: τ_stop, stop when s_t > τ_stop.
     tau_ret: τ_r, the InfoNCE temperature.
@@ -44,4 +45,6 @@ class LAnRConfig:
     V.check_float(self.lambda_ctl, "lambda_ctl", min_value=0.0)
     V.check_int(self.control_width, "control_width", min_value=1)
     if self.control_labels not in _LABELS:
-      raise ValueError(f"control_labels must be one of {_LABELS}, got {self.control_labels!r}")
+      raise ValueError(
+        f"control_labels must be one of {_LABELS}, got {self.control_labels!r}"
+      )

@@ -1,10 +1,12 @@
-"""A synthetic multi-hop QA world (spec §5): a knowledge base of one-fact documents and 1-, 2-
-and 3-hop questions whose bridge entities appear only in the retrieved documents, a word-level
-tokenizer for tiny models, and the question-as-query BM25 pipeline baseline.
+"""A synthetic multi-hop QA world (spec §5): a knowledge base of one-fact
+documents and 1-, 2- and 3-hop questions whose bridge entities appear only in
+the retrieved documents, a word-level tokenizer for tiny models, and the
+question-as-query BM25 pipeline baseline.
 
-Entities have invented names (so a pretrained LM cannot answer from memory); people share
-first and last names (hard negatives with similar names), and every relation has many facts
-(hard negatives with the same relation about other entities).
+Entities have invented names (so a pretrained LM cannot answer from memory);
+people share first and last names (hard negatives with similar names), and every
+relation has many facts (hard negatives with the same relation about other
+entities).
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ import numpy as np
 from jaxpapers.core import validation as V
 
 _FIRST = (
-  "Ada Bruno Clara Dario Elsa Felix Greta Hugo Ines Jonas Kira Lucas Mara Nils Olga Pablo "
-  "Rosa Sven Tania Umar Vera Willa Xavi Yara Zeno"
+  "Ada Bruno Clara Dario Elsa Felix Greta Hugo Ines Jonas Kira Lucas Mara "
+  "Nils Olga Pablo Rosa Sven Tania Umar Vera Willa Xavi Yara Zeno"
 ).split()
 _LAST = (
-  "Moreau Castell Varga Lindqvist Okafor Rinaldi Sato Novak Brandt Ferreira Kowal Duarte "
-  "Halvorsen Quint Abara"
+  "Moreau Castell Varga Lindqvist Okafor Rinaldi Sato Novak Brandt Ferreira "
+  "Kowal Duarte Halvorsen Quint Abara"
 ).split()
 _SYL = "ka lo ri ven dor mi sa tel bru an os vi ne gar pol zu fen ra".split()
 
@@ -33,13 +35,18 @@ _TEMPLATES = {
   "born_in": ("{s} was born in {o}.", "The birthplace of {s} is {o}."),
   "works_at": ("{s} works at {o}.", "{o} employs {s}."),
   "located_in": ("{s} is a city in {o}.", "The city of {s} lies in {o}."),
-  "hq_in": ("{s} has its headquarters in {o}.", "The head office of {s} is in {o}."),
+  "hq_in": (
+    "{s} has its headquarters in {o}.",
+    "The head office of {s} is in {o}.",
+  ),
 }
 _QUESTIONS = {
   ("born_in",): "Where was {p} born?",
   ("works_at",): "Which company does {p} work at?",
   ("born_in", "located_in"): "In which country was {p} born?",
-  ("works_at", "hq_in"): "In which city is the head office of the company {p} works at?",
+  ("works_at", "hq_in"): (
+    "In which city is the head office of the company {p} works at?"
+  ),
   ("works_at", "hq_in", "located_in"): (
     "In which country is the head office of the company {p} works at?"
   ),
@@ -55,7 +62,8 @@ class KB:
     docs: the document texts, [N].
     facts: (relation, subject, object) per document, [N].
     index: {(relation, subject): document id}.
-    groups: {entity name: group id} (all 0 unless ``make_kb(..., n_groups > 1)``).
+    groups: {entity name: group id} (all 0 unless ``make_kb(..., n_groups >
+      1)``).
   """
 
   people: tuple[str, ...]
@@ -119,20 +127,21 @@ def make_kb(
 ) -> KB:
   """A random knowledge base (host-side, numpy; deterministic in ``seed``).
 
-  Facts: born_in(person, city), works_at(person, company), located_in(city, country),
-  hq_in(company, city); each fact is one document written with one of two paraphrase
-  templates (chosen at random).
+  Facts: born_in(person, city), works_at(person, company), located_in(city,
+  country), hq_in(company, city); each fact is one document written with one of
+  two paraphrase templates (chosen at random).
 
-  With ``n_groups > 1`` the world is ``n_groups`` disconnected sub-worlds: every entity belongs
-  to one group (``KB.groups``), each group has the given numbers of people, cities, countries
-  and companies, and every fact links two entities of the same group. Questions about the
-  people of one group then share no entity (no person, city, country, company, nor document)
-  with questions about another: a split by group is a split by entity.
+  With ``n_groups > 1`` the world is ``n_groups`` disconnected sub-worlds: every
+  entity belongs to one group (``KB.groups``), each group has the given numbers
+  of people, cities, countries and companies, and every fact links two entities
+  of the same group. Questions about the people of one group then share no
+  entity (no person, city, country, company, nor document) with questions about
+  another: a split by group is a split by entity.
 
   Args:
     seed: int seed.
-    n_people: people per group; ``n_groups * n_people`` at most len(first names) × len(last
-      names) = 375.
+    n_people: people per group; ``n_groups * n_people`` at most len(first names)
+      × len(last names) = 375.
     n_cities: cities per group (>= 2).
     n_countries: countries per group (>= 2).
     n_companies: companies per group (>= 2).
@@ -143,17 +152,22 @@ def make_kb(
   """
   seed = V.check_int(seed, "seed", min_value=0)
   n_g = V.check_int(n_groups, "n_groups", min_value=1)
-  n_p = V.check_int(n_people, "n_people", min_value=2, max_value=len(_FIRST) * len(_LAST) // n_g)
+  n_p = V.check_int(
+    n_people, "n_people", min_value=2, max_value=len(_FIRST) * len(_LAST) // n_g
+  )
   n_ci = V.check_int(n_cities, "n_cities", min_value=2)
   n_co = V.check_int(n_countries, "n_countries", min_value=2)
   n_cp = V.check_int(n_companies, "n_companies", min_value=2)
   rng = np.random.default_rng(seed)
   full = [f"{f} {last}" for f in _FIRST for last in _LAST]
-  people = [full[i] for i in sorted(rng.choice(len(full), n_g * n_p, replace=False))]
+  people = [
+    full[i] for i in sorted(rng.choice(len(full), n_g * n_p, replace=False))
+  ]
   cities = _names(rng, n_g * n_ci, _SYL)
   countries = _names(rng, n_g * n_co, _SYL, "ia")
   companies = _names(rng, n_g * n_cp, _SYL, " Corp")
-  # group g holds every n_g-th entity of each (sorted or random) list: disjoint groups
+  # group g holds every n_g-th entity of each (sorted or random) list: disjoint
+  # groups
   if n_g > 1:
     people = [people[i] for i in rng.permutation(len(people))]
   groups = {}
@@ -188,20 +202,27 @@ def make_kb(
 
 
 def make_questions(
-  kb: KB, people: Sequence[str], *, hops: Sequence[int] = (1, 2, 3), n_per_hop: int, seed: int
+  kb: KB,
+  people: Sequence[str],
+  *,
+  hops: Sequence[int] = (1, 2, 3),
+  n_per_hop: int,
+  seed: int,
 ) -> list[QA]:
   """Questions about ``people`` with their gold document chains (host-side).
 
-  1-hop: "Where was P born?" / "Which company does P work at?"; 2-hop: "In which country was P
-  born?" (born_in → located_in) / "In which city is the head office of the company P works
-  at?" (works_at → hq_in); 3-hop: "In which country is the head office of the company P works
-  at?" (works_at → hq_in → located_in). Split train and test by person to avoid leakage.
+  1-hop: "Where was P born?" / "Which company does P work at?"; 2-hop: "In which
+  country was P born?" (born_in → located_in) / "In which city is the head
+  office of the company P works at?" (works_at → hq_in); 3-hop: "In which
+  country is the head office of the company P works at?" (works_at → hq_in →
+  located_in). Split train and test by person to avoid leakage.
 
   Args:
     kb: the `KB`.
     people: the people to ask about (a subset of ``kb.people``).
     hops: hop counts to draw, each in {1, 2, 3}.
-    n_per_hop: questions per hop count (<= 2 · len(people) for 1 and 2 hops, len(people) for 3).
+    n_per_hop: questions per hop count (<= 2 · len(people) for 1 and 2 hops,
+      len(people) for 3).
     seed: int seed.
 
   Returns:
@@ -221,7 +242,9 @@ def make_questions(
     chains = [c for c in _QUESTIONS if len(c) == h]
     pool = [(c, p) for c in chains for p in people]
     if n > len(pool):
-      raise ValueError(f"n_per_hop={n} exceeds the {len(pool)} {h}-hop questions available")
+      raise ValueError(
+        f"n_per_hop={n} exceeds the {len(pool)} {h}-hop questions available"
+      )
     for i in rng.choice(len(pool), n, replace=False):
       chain, p = pool[i]
       subj, gold = p, []
@@ -239,11 +262,13 @@ _WORD = re.compile(r"\w+|[^\w\s]")
 class WordTokenizer:
   """A word-level tokenizer over a fixed vocabulary (for tiny models and tests).
 
-  Ids 0..3 are <pad>, <unk>, [PRED], [DOC]; words are split on ``\\w+|[^\\w\\s]``.
-  ``encode(text, add_bos=False)`` matches the ``jaxpapers.lm.Tokenizer`` call.
+  Ids 0..3 are <pad>, <unk>, [PRED], [DOC]; words are split on
+  ``\\w+|[^\\w\\s]``. ``encode(text, add_bos=False)`` matches the
+  ``jaxpapers.lm.Tokenizer`` call.
 
   Args:
-    texts: the texts whose words form the vocabulary (sorted after the special tokens).
+    texts: the texts whose words form the vocabulary (sorted after the special
+      tokens).
   """
 
   SPECIAL = ("<pad>", "<unk>", "[PRED]", "[DOC]")
@@ -269,11 +294,13 @@ class WordTokenizer:
     return self._id.get(token, 1)
 
   def encode(self, text: str, add_bos: bool = False) -> list[int]:
-    """Ids of the words and punctuation marks of ``text`` (unknown ones map to ``<unk>``).
+    """Ids of the words and punctuation marks of ``text`` (unknown ones map to
+    ``<unk>``).
 
     Args:
       text: any text.
-      add_bos: accepted for the ``jaxpapers.lm.Tokenizer`` call; ignored (no BOS).
+      add_bos: accepted for the ``jaxpapers.lm.Tokenizer`` call; ignored (no
+        BOS).
 
     Returns:
       One id per word or punctuation mark.
@@ -300,7 +327,8 @@ def pad_tokens(
 
   Args:
     seqs: B token lists (non-empty list).
-    width: W; default the longest list (at least 1). A longer list raises ``ValueError``.
+    width: W; default the longest list (at least 1). A longer list raises
+      ``ValueError``.
     pad_id: the padding id.
 
   Returns:
@@ -309,7 +337,11 @@ def pad_tokens(
   seqs = [list(s) for s in seqs]
   if not seqs:
     raise ValueError("seqs must be a non-empty list of token lists")
-  w = max(len(s) for s in seqs) if width is None else V.check_int(width, "width", min_value=1)
+  w = (
+    max(len(s) for s in seqs)
+    if width is None
+    else V.check_int(width, "width", min_value=1)
+  )
   if any(len(s) > w for s in seqs):
     raise ValueError(f"a sequence is longer than width={w}")
   out = np.full((len(seqs), max(w, 1)), pad_id, np.int32)
@@ -319,9 +351,14 @@ def pad_tokens(
 
 
 def bm25_scores(
-  queries: Sequence[str], docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75
+  queries: Sequence[str],
+  docs: Sequence[str],
+  *,
+  k1: float = 1.5,
+  b: float = 0.75,
 ) -> np.ndarray:
-  r"""Okapi BM25 with the Lucene idf, on lower-cased word tokens (host-side, float64).
+  r"""Okapi BM25 with the Lucene idf, on lower-cased word tokens (host-side,
+  float64).
 
     score(q, d) = Σ_{w∈q} idf(w) · f(w,d)(k1+1) / (f(w,d) + k1(1 − b + b|d|/avgdl)),
     idf(w) = log(1 + (N − n(w) + 0.5)/(n(w) + 0.5)).
@@ -344,7 +381,9 @@ def bm25_scores(
 
   def tok(t):
     if not isinstance(t, str):
-      raise TypeError(f"queries and docs must hold strings, got {type(t).__name__}")
+      raise TypeError(
+        f"queries and docs must hold strings, got {type(t).__name__}"
+      )
     return [w.lower() for w in re.findall(r"\w+", t)]
 
   dt = [Counter(tok(d)) for d in docs]
@@ -366,7 +405,8 @@ def bm25_scores(
 def question_as_query_retrieve(
   q_texts: Sequence[str], doc_texts: Sequence[str], *, hops: int
 ) -> np.ndarray:
-  """The pipeline baseline: BM25 with the question text as the only query, top-``hops`` documents.
+  """The pipeline baseline: BM25 with the question text as the only query,
+  top-``hops`` documents.
 
   Args:
     q_texts: [B] questions.
@@ -376,7 +416,9 @@ def question_as_query_retrieve(
   Returns:
     int64 [B, hops] document ids, best first (ties broken by the lower id).
   """
-  hops = V.check_int(hops, "hops", min_value=1, max_value=max(len(doc_texts), 1))
+  hops = V.check_int(
+    hops, "hops", min_value=1, max_value=max(len(doc_texts), 1)
+  )
   s = bm25_scores(q_texts, doc_texts)
   return np.argsort(-s, axis=1, kind="stable")[:, :hops]
 
@@ -391,14 +433,17 @@ def iterative_bm25_retrieve(
   k1: float = 1.5,
   b: float = 0.75,
 ) -> np.ndarray:
-  """The iterative lexical pipeline: query, read, re-query with the bridge entity.
+  """The iterative lexical pipeline: query, read, re-query with the bridge
+  entity.
 
-  Hop 1 queries BM25 with the question; each later hop t queries with the bridge entity read
-  from the document retrieved at hop t − 1, after the question when ``keep_question``:
-  ``query_t = q ⊕ doc_bridge[d_{t−1}]`` (else ``doc_bridge[d_{t−1}]`` alone); every hop takes
-  the best document not retrieved yet (ties: the lower id). The "read" step is ``doc_bridge``, one string per document (in the
-  experiment, the object entity of the document's fact: a perfect reader of the retrieved
-  document, which a real pipeline would replace by an LM's extraction).
+  Hop 1 queries BM25 with the question; each later hop t queries with the bridge
+  entity read from the document retrieved at hop t − 1, after the question when
+  ``keep_question``: ``query_t = q ⊕ doc_bridge[d_{t−1}]`` (else
+  ``doc_bridge[d_{t−1}]`` alone); every hop takes the best document not
+  retrieved yet (ties: the lower id). The "read" step is ``doc_bridge``, one
+  string per document (in the experiment, the object entity of the document's
+  fact: a perfect reader of the retrieved document, which a real pipeline would
+  replace by an LM's extraction).
 
   Args:
     q_texts: [B] questions.
@@ -414,11 +459,14 @@ def iterative_bm25_retrieve(
   """
   if len(doc_bridge) != len(doc_texts):
     raise ValueError(
-      f"doc_bridge must hold one string per document ({len(doc_texts)}), got {len(doc_bridge)}"
+      f"doc_bridge must hold one string per document ({len(doc_texts)}), "
+      f"got {len(doc_bridge)}"
     )
   if not all(isinstance(x, str) for x in doc_bridge):
     raise TypeError("doc_bridge must hold strings")
-  hops = V.check_int(hops, "hops", min_value=1, max_value=max(len(doc_texts), 1))
+  hops = V.check_int(
+    hops, "hops", min_value=1, max_value=max(len(doc_texts), 1)
+  )
   q_texts = list(q_texts)
   out = np.zeros((len(q_texts), hops), np.int64)
   taken = np.zeros((len(q_texts), len(doc_texts)), bool)
@@ -429,13 +477,19 @@ def iterative_bm25_retrieve(
     d = np.argmax(s, axis=1)  # the first maximum: ties go to the lower id
     out[:, t] = d
     taken[np.arange(len(q_texts)), d] = True
-    read = [doc_bridge[int(i)] for i in d]  # the bridge entity of each retrieved document
-    queries = [f"{q} {e}" if keep_question else e for q, e in zip(q_texts, read)]
+    # the bridge entity of each retrieved document
+    read = [doc_bridge[int(i)] for i in d]
+    queries = [
+      f"{q} {e}" if keep_question else e for q, e in zip(q_texts, read)
+    ]
   return out
 
 
-def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.ndarray:
-  """1 when every gold document is among the row's retrieved ids (−1 entries ignored), else 0.
+def support_recall(
+  retrieved: np.ndarray, gold: Sequence[Sequence[int]]
+) -> np.ndarray:
+  """1 when every gold document is among the row's retrieved ids (−1 entries
+  ignored), else 0.
 
   Args:
     retrieved: int [B, K] retrieved document ids (-1 entries ignored).
@@ -446,28 +500,37 @@ def support_recall(retrieved: np.ndarray, gold: Sequence[Sequence[int]]) -> np.n
   """
   r = np.asarray(retrieved)
   if r.ndim != 2 or len(gold) != r.shape[0]:
-    raise ValueError(f"retrieved must be [B, K] with B = len(gold) = {len(gold)}, got {r.shape}")
-  return np.asarray([float(set(g) <= set(row.tolist())) for row, g in zip(r, gold)])
+    raise ValueError(
+      f"retrieved must be [B, K] with B = len(gold) = {len(gold)}, "
+      f"got {r.shape}"
+    )
+  return np.asarray(
+    [float(set(g) <= set(row.tolist())) for row, g in zip(r, gold)]
+  )
 
 
 def gold_prefixes(questions: Sequence[QA], n_docs: int) -> list[dict]:
-  """Every gold-prefix context ``c_t`` (the question and its first ``t`` gold documents,
-  ``t = 0..hops``) of every question: the contexts the heads are trained and probed on.
+  """Every gold-prefix context ``c_t`` (the question and its first ``t`` gold
+  documents, ``t = 0..hops``) of every question: the contexts the heads are
+  trained and probed on.
 
   Args:
     questions: the questions.
     n_docs: N, the number of documents in the index.
 
   Returns:
-    One dict per context, question by question and ``t`` ascending: ``q`` (question index),
-    ``docs`` (tuple of the ``t`` gold ids in it), ``t``, ``hops``, ``next_doc`` (the next gold
-    id, −1 when ``t = hops``), ``in_context`` (bool [N]) and ``sufficient`` (``t = hops``).
+    One dict per context, question by question and ``t`` ascending: ``q``
+    (question index), ``docs`` (tuple of the ``t`` gold ids in it), ``t``,
+    ``hops``, ``next_doc`` (the next gold id, −1 when ``t = hops``),
+    ``in_context`` (bool [N]) and ``sufficient`` (``t = hops``).
   """
   n_docs = V.check_int(n_docs, "n_docs", min_value=1)
   rows = []
   for qi, q in enumerate(questions):
     if not all(0 <= g < n_docs for g in q.gold):
-      raise ValueError(f"question {qi} has gold ids {q.gold} outside [0, n_docs={n_docs})")
+      raise ValueError(
+        f"question {qi} has gold ids {q.gold} outside [0, n_docs={n_docs})"
+      )
     for t in range(q.hops + 1):
       inc = np.zeros(n_docs, bool)
       inc[list(q.gold[:t])] = True

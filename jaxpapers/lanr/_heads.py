@@ -1,14 +1,16 @@
-"""LAnR heads on the LM's hidden states: query/document projections and the MLP control head.
+"""LAnR heads on the LM's hidden states: query/document projections and the MLP
+control head.
 
   e_q = normalise(P_q · ẑ),   e_d = normalise(P_d · ĥ),   s = σ(w_2ᵀ relu(W_1 ẑ + b_1) + b_2),
 
-where ẑ = LN(z) is the hidden state standardised over its features (mean 0, variance 1, no
-gain). The standardisation is a **reconstruction**: the abstract names the heads, not their
-inputs; it makes the control MLP insensitive to the residual stream's scale, and retrieval is
-scale-invariant anyway (the projections are L2-normalised).
+where ẑ = LN(z) is the hidden state standardised over its features (mean 0,
+variance 1, no gain). The standardisation is a **reconstruction**: the abstract
+names the heads, not their inputs; it makes the control MLP insensitive to the
+residual stream's scale, and retrieval is scale-invariant anyway (the
+projections are L2-normalised).
 
-Parameters are plain dicts of arrays (pytrees), so they pass through ``jax.jit``, ``optax`` and
-``core.Sweep`` unchanged.
+Parameters are plain dicts of arrays (pytrees), so they pass through
+``jax.jit``, ``optax`` and ``core.Sweep`` unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from jaxpapers.core import validation as V
 
 
 def _check_key(key):
-  if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
+  if not (
+    isinstance(key, jax.Array)
+    and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+  ):
     raise TypeError(
       f"key must be a typed PRNG key (jax.random.key(seed)), got "
       f"{getattr(key, 'dtype', type(key).__name__)}"
@@ -28,7 +33,8 @@ def _check_key(key):
 
 
 def standardise(x: jax.Array) -> jax.Array:
-  """LN without gain: (x − mean(x)) / sqrt(var(x) + 1e-6) over the last axis, in float32+.
+  """LN without gain: (x − mean(x)) / sqrt(var(x) + 1e-6) over the last axis, in
+  float32+.
 
   Args:
     x: float [..., H] with H >= 1.
@@ -69,7 +75,9 @@ def init_retrieval_heads(
   }
 
 
-def init_control_head(key: jax.Array, hidden_dim: int, *, width: int = 256) -> dict[str, jax.Array]:
+def init_control_head(
+  key: jax.Array, hidden_dim: int, *, width: int = 256
+) -> dict[str, jax.Array]:
   """The 2-layer control MLP: W_1 [H, W], b_1 [W], w_2 [W], b_2 [].
 
   Args:
@@ -94,11 +102,14 @@ def init_control_head(key: jax.Array, hidden_dim: int, *, width: int = 256) -> d
 
 def _check_proj(heads, name, x, arg):
   if not isinstance(heads, dict) or name not in heads:
-    raise TypeError(f"heads must be a dict with {name!r} (init_retrieval_heads)")
+    raise TypeError(
+      f"heads must be a dict with {name!r} (init_retrieval_heads)"
+    )
   x = V.check_array(x, arg, dtype="float")
   if x.ndim < 1 or x.shape[-1] != heads[name].shape[0]:
     raise ValueError(
-      f"{arg} must have shape [..., H] with H = {heads[name].shape[0]}, got {x.shape}"
+      f"{arg} must have shape [..., H] with H = {heads[name].shape[0]}, "
+      f"got {x.shape}"
     )
   return x
 
@@ -114,7 +125,8 @@ def query_embedding(heads: dict[str, jax.Array], z: jax.Array) -> jax.Array:
   LN is a parameter-free standardisation of the last axis.
 
   Args:
-    heads: the retrieval heads of :func:`init_retrieval_heads` (``p_q [H, D_r]``).
+    heads: the retrieval heads of :func:`init_retrieval_heads`
+      (``p_q [H, D_r]``).
     z: float [..., H] hidden states at [PRED].
 
   Returns:
@@ -128,7 +140,8 @@ def doc_embedding(heads: dict[str, jax.Array], h: jax.Array) -> jax.Array:
   """e_d = normalise(P_dᵀ LN(h)) for [DOC] hidden states.
 
   Args:
-    heads: the retrieval heads of :func:`init_retrieval_heads` (``p_d [H, D_r]``).
+    heads: the retrieval heads of :func:`init_retrieval_heads`
+      (``p_d [H, D_r]``).
     h: float [..., H] hidden states at [DOC].
 
   Returns:

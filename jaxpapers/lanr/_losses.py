@@ -1,8 +1,10 @@
-"""LAnR objectives and scores: multi-positive InfoNCE, answer entropy, control labels and loss.
+"""LAnR objectives and scores: multi-positive InfoNCE, answer entropy, control
+labels and loss.
 
-Reconstructions (the paper gives the mechanism, not the losses): L_ret is InfoNCE with
-temperature tau_r over the document index, L_ctl is a binary cross-entropy on the control
-head's logit, with labels from answer entropy (the arXiv abstract's motivation) or an oracle.
+Reconstructions (the paper gives the mechanism, not the losses): L_ret is
+InfoNCE with temperature tau_r over the document index, L_ctl is a binary
+cross-entropy on the control head's logit, with labels from answer entropy (the
+arXiv abstract's motivation) or an oracle.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ _NEG = -1e30
 
 
 def _f32(x):
-  return jnp.asarray(x).astype(jnp.promote_types(jnp.result_type(x), jnp.float32))
+  return jnp.asarray(x).astype(
+    jnp.promote_types(jnp.result_type(x), jnp.float32)
+  )
 
 
 def info_nce(
@@ -33,16 +37,16 @@ def info_nce(
 
     ℓ_b = −log Σ_{m∈P_b} exp(⟨e_q^b, e_d^m⟩/τ) + log Σ_{m∈C_b} exp(⟨e_q^b, e_d^m⟩/τ),
 
-  and the loss is the mean of ℓ_b over the queries with at least one positive (a query with
-  none contributes nothing; with no such query the loss is 0).
+  and the loss is the mean of ℓ_b over the queries with at least one positive (a
+  query with none contributes nothing; with no such query the loss is 0).
 
   Args:
     e_q: float [B, D] query vectors (unit norm in LAnR; not required here).
     e_d: float [M, D] document vectors.
     pos_mask: bool or {0, 1} [B, M], the positives of each query.
     tau: temperature τ_r > 0 (static).
-    cand_mask: optional bool [B, M]; False removes a candidate (e.g. already-retrieved
-      documents). Positives are always candidates.
+    cand_mask: optional bool [B, M]; False removes a candidate (e.g.
+      already-retrieved documents). Positives are always candidates.
 
   Returns:
     float [] loss.
@@ -52,18 +56,23 @@ def info_nce(
   e_q = V.check_array(e_q, "e_q", ndim=2, dtype="float")
   e_d = V.check_array(e_d, "e_d", ndim=2, dtype="float")
   if e_q.shape[1] != e_d.shape[1]:
-    raise ValueError(f"e_q [B, D] and e_d [M, D] must share D, got {e_q.shape} and {e_d.shape}")
+    raise ValueError(
+      f"e_q [B, D] and e_d [M, D] must share D, got {e_q.shape} and {e_d.shape}"
+    )
   shape = (e_q.shape[0], e_d.shape[0])
   pos_mask = V.check_array(pos_mask, "pos_mask", shape=shape, dtype="real")
   tau = V.check_float(tau, "tau", min_value=0.0, min_inclusive=False)
   ok = V.check_values(
-    jnp.all((pos_mask == 0) | (pos_mask == 1)), "pos_mask must hold only 0/1 (or bool) entries"
+    jnp.all((pos_mask == 0) | (pos_mask == 1)),
+    "pos_mask must hold only 0/1 (or bool) entries",
   )
   pos = pos_mask.astype(bool)
   if cand_mask is None:
     cand = jnp.ones(shape, bool)
   else:
-    cand = V.check_array(cand_mask, "cand_mask", shape=shape, dtype="intbool").astype(bool)
+    cand = V.check_array(
+      cand_mask, "cand_mask", shape=shape, dtype="intbool"
+    ).astype(bool)
   cand = cand | pos
   s = jnp.einsum("bd,md->bm", _f32(e_q), _f32(e_d)) / tau
   lse_all = jax.nn.logsumexp(jnp.where(cand, s, _NEG), axis=1)
@@ -75,12 +84,13 @@ def info_nce(
 
 
 def answer_entropy(logits: jax.Array, answer_mask: jax.Array) -> jax.Array:
-  r"""Mean predictive entropy over the answer tokens (H̄_t of the control labels).
+  r"""Mean predictive entropy over the answer tokens (H̄_t of the control
+  labels).
 
     H̄ = (1/|A|) Σ_{i∈A} H(p_θ(· | c, a_{<i})),   H(p) = −Σ_v p_v log p_v,
 
-  with the teacher-forced distributions ``logits[b, i]`` that predict answer token i. A row
-  with no answer token gets 0.
+  with the teacher-forced distributions ``logits[b, i]`` that predict answer
+  token i. A row with no answer token gets 0.
 
   Args:
     logits: float [B, L, V], logits[b, i] predicts answer token i.
@@ -100,11 +110,13 @@ def answer_entropy(logits: jax.Array, answer_mask: jax.Array) -> jax.Array:
 
 
 def entropy_labels(h: jax.Array, eps: float) -> jax.Array:
-  r"""Sufficiency labels from answer entropy, y = 1[H̄ < ε] (rule (a) of the reconstruction).
+  r"""Sufficiency labels from answer entropy, y = 1[H̄ < ε] (rule (a) of the
+  reconstruction).
 
   Args:
     h: float [...] mean answer entropies H̄ (nats).
-    eps: threshold ε (static float), e.g. the median of H̄ on calibration contexts.
+    eps: threshold ε (static float), e.g. the median of H̄ on calibration
+      contexts.
 
   Returns:
     float [...] labels in {0, 1}.
@@ -118,10 +130,11 @@ def entropy_labels(h: jax.Array, eps: float) -> jax.Array:
 
 
 def entropy_threshold_stop(h: jax.Array, eps: float) -> jax.Array:
-  """The FLARE-like rule without a learned head: stop when the entropy is below ε.
+  """The FLARE-like rule without a learned head: stop when the entropy is below
+  ε.
 
-  Returns a stop probability in {0, 1} (the same value as `entropy_labels`), so it plugs into
-  `stop_hops` like a control head's σ(logit).
+  Returns a stop probability in {0, 1} (the same value as `entropy_labels`), so
+  it plugs into `stop_hops` like a control head's σ(logit).
 
   Args:
     h: float [..., T] entropies of the prediction at each hop's [PRED] position.
@@ -133,7 +146,9 @@ def entropy_threshold_stop(h: jax.Array, eps: float) -> jax.Array:
   return entropy_labels(h, eps)
 
 
-def control_loss(logits: jax.Array, labels: jax.Array, valid: jax.Array | None = None) -> jax.Array:
+def control_loss(
+  logits: jax.Array, labels: jax.Array, valid: jax.Array | None = None
+) -> jax.Array:
   r"""Binary cross-entropy of the control head (L_ctl), mean over valid entries.
 
     L_ctl = mean_{valid} [ softplus(ℓ) − y ℓ ],  s = σ(ℓ).
@@ -141,7 +156,8 @@ def control_loss(logits: jax.Array, labels: jax.Array, valid: jax.Array | None =
   Args:
     logits: float [...] control logits ℓ.
     labels: [...] targets y in [0, 1] (same shape).
-    valid: optional bool [...]; False drops an entry. With no valid entry the loss is 0.
+    valid: optional bool [...]; False drops an entry. With no valid entry the
+      loss is 0.
 
   Returns:
     float [] loss.
@@ -150,10 +166,14 @@ def control_loss(logits: jax.Array, labels: jax.Array, valid: jax.Array | None =
   """
   logits = V.check_array(logits, "logits", dtype="float")
   labels = V.check_array(labels, "labels", shape=logits.shape, dtype="real")
-  ok = V.check_values(jnp.all((labels >= 0) & (labels <= 1)), "labels must lie in [0, 1]")
+  ok = V.check_values(
+    jnp.all((labels >= 0) & (labels <= 1)), "labels must lie in [0, 1]"
+  )
   if valid is None:
     valid = jnp.ones(logits.shape, bool)
-  valid = V.check_array(valid, "valid", shape=logits.shape, dtype="intbool").astype(bool)
+  valid = V.check_array(
+    valid, "valid", shape=logits.shape, dtype="intbool"
+  ).astype(bool)
   x = _f32(logits)
   per = jax.nn.softplus(x) - labels.astype(x.dtype) * x
   loss = jnp.where(valid, per, 0.0).sum() / jnp.maximum(valid.sum(), 1)
@@ -161,9 +181,11 @@ def control_loss(logits: jax.Array, labels: jax.Array, valid: jax.Array | None =
 
 
 def auroc(scores: jax.Array, labels: jax.Array) -> jax.Array:
-  r"""Area under the ROC curve, P(score_pos > score_neg) + ½ P(tie) (Mann–Whitney).
+  r"""Area under the ROC curve, P(score_pos > score_neg) + ½ P(tie)
+  (Mann–Whitney).
 
-  Used for the paper's motivating observation: −H̄ as a predictor of retrieval sufficiency.
+  Used for the paper's motivating observation: −H̄ as a predictor of retrieval
+  sufficiency.
 
   Args:
     scores: float [N].
@@ -175,7 +197,8 @@ def auroc(scores: jax.Array, labels: jax.Array) -> jax.Array:
   scores = V.check_array(scores, "scores", ndim=1, dtype="real", nonempty=True)
   labels = V.check_array(labels, "labels", shape=scores.shape, dtype="real")
   ok = V.check_values(
-    jnp.all((labels == 0) | (labels == 1)), "labels must hold only 0/1 (or bool) entries"
+    jnp.all((labels == 0) | (labels == 1)),
+    "labels must hold only 0/1 (or bool) entries",
   )
   y = labels.astype(bool)
   s = _f32(scores)
@@ -183,5 +206,7 @@ def auroc(scores: jax.Array, labels: jax.Array) -> jax.Array:
   eq = (s[:, None] == s[None, :]).astype(s.dtype)
   pair = (y[:, None] & ~y[None, :]).astype(s.dtype)
   n = pair.sum()
-  a = jnp.where(n > 0, ((gt + 0.5 * eq) * pair).sum() / jnp.maximum(n, 1), jnp.nan)
+  a = jnp.where(
+    n > 0, ((gt + 0.5 * eq) * pair).sum() / jnp.maximum(n, 1), jnp.nan
+  )
   return V.poison(a, ok)

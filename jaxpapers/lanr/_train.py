@@ -1,10 +1,12 @@
-"""The LAnR objective on cached hidden states (frozen LM): L = λ_r L_ret + λ_c L_ctl.
+"""The LAnR objective on cached hidden states (frozen LM): L = λ_r L_ret + λ_c
+L_ctl.
 
-With the LM frozen, L_gen is constant and drops out; the heads train on states cached once per
-gold-prefix context (the spec's Track B). **Reconstruction**: the retrieval candidates are the
-whole index (which contains the in-batch documents and the hard negatives: same relation,
-other entity), minus the documents already in the context; the positive is the next gold
-document in the chain's order.
+With the LM frozen, L_gen is constant and drops out; the heads train on states
+cached once per gold-prefix context (the spec's Track B). **Reconstruction**:
+the retrieval candidates are the whole index (which contains the in-batch
+documents and the hard negatives: same relation, other entity), minus the
+documents already in the context; the positive is the next gold document in the
+chain's order.
 """
 
 from __future__ import annotations
@@ -25,17 +27,17 @@ def lanr_loss(
   *,
   cfg: LAnRConfig,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
-  r"""λ_r · InfoNCE(e_q, e_d; next gold, candidates ∉ context) + λ_c · BCE(s, y).
+  r"""λ_r · InfoNCE(e_q, e_d; next gold, candidates ∉ context) + λ_c · BCE(s,
+  y).
 
   Args:
     heads: {'p_q', 'p_d'}.
     control: the control MLP's params.
-    batch: dict of
-      z f [B, H] [PRED] states of gold-prefix contexts c_t;
-      doc_h f [N, H] [DOC] states of the whole index;
-      next_doc int [B] the next gold document (−1: none left, the context is sufficient);
-      in_context bool [B, N] documents already in c_t;
-      ctl_label f [B] the control target y_t (entropy or oracle rule).
+    batch: dict of z f [B, H] [PRED] states of gold-prefix contexts c_t; doc_h f
+      [N, H] [DOC] states of the whole index; next_doc int [B] the next gold
+      document (−1: none left, the context is sufficient); in_context bool
+      [B, N] documents already in c_t; ctl_label f [B] the control target y_t
+      (entropy or oracle rule).
     cfg: `LAnRConfig` (tau_ret, lambda_ret, lambda_ctl).
 
   Returns:
@@ -50,10 +52,18 @@ def lanr_loss(
   B = z.shape[0]
   doc_h = V.check_array(batch["doc_h"], "batch['doc_h']", ndim=2, dtype="float")
   N = doc_h.shape[0]
-  nxt = V.check_array(batch["next_doc"], "batch['next_doc']", shape=(B,), dtype="int")
-  inc = V.check_array(batch["in_context"], "batch['in_context']", shape=(B, N), dtype="intbool")
-  y = V.check_array(batch["ctl_label"], "batch['ctl_label']", shape=(B,), dtype="real")
-  ok = V.check_values(jnp.all((nxt >= -1) & (nxt < N)), f"batch['next_doc'] must lie in [-1, {N})")
+  nxt = V.check_array(
+    batch["next_doc"], "batch['next_doc']", shape=(B,), dtype=("int")
+  )
+  inc = V.check_array(
+    batch["in_context"], "batch['in_context']", shape=(B, N), dtype=("intbool")
+  )
+  y = V.check_array(
+    batch["ctl_label"], "batch['ctl_label']", shape=(B,), dtype=("real")
+  )
+  ok = V.check_values(
+    jnp.all((nxt >= -1) & (nxt < N)), f"batch['next_doc'] must lie in [-1, {N})"
+  )
   e_q = query_embedding(heads, z)
   e_d = doc_embedding(heads, doc_h)
   pos = jnp.arange(N)[None, :] == nxt[:, None]

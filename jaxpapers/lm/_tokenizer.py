@@ -10,7 +10,9 @@ import numpy as np
 if TYPE_CHECKING:
   import tokenizers
 
-_CHATML_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+_CHATML_DEFAULT_SYSTEM = (
+  "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+)
 
 
 class ModelNotAvailable(ImportError):
@@ -22,13 +24,15 @@ def _require_tokenizers():
     import tokenizers
   except ImportError as e:
     raise ModelNotAvailable(
-      "jaxpapers.lm needs the 'tokenizers' and 'gguf' packages: pip install 'jaxpapers[lm]'"
+      "jaxpapers.lm needs the 'tokenizers' and 'gguf' packages: "
+      "pip install 'jaxpapers[lm]'"
     ) from e
   return tokenizers
 
 
 class Tokenizer:
-  """A GGUF model's tokenizer (byte-level BPE or SentencePiece) with special tokens.
+  """A GGUF model's tokenizer (byte-level BPE or SentencePiece) with special
+  tokens.
 
   Protocol used across jaxpapers: `encode(text, add_bos=...)`,
   `encode_with_offsets(text)`, `decode(ids)`, `token_to_id(str)`,
@@ -71,7 +75,8 @@ class Tokenizer:
     `_sentencepiece_from_fields`.
 
     Args:
-      fields: the GGUF metadata dict (as :func:`jaxpapers.lm.read_gguf` returns it).
+      fields: the GGUF metadata dict (as :func:`jaxpapers.lm.read_gguf` returns
+        it).
 
     Returns:
       The :class:`Tokenizer`.
@@ -83,35 +88,46 @@ class Tokenizer:
     from tokenizers import decoders, models, pre_tokenizers
 
     if not isinstance(fields, dict):
-      raise TypeError(f"fields must be the GGUF metadata dict, got {type(fields).__name__}")
+      raise TypeError(
+        f"fields must be the GGUF metadata dict, got {type(fields).__name__}"
+      )
     model = fields.get("tokenizer.ggml.model")
     if model == "llama":
       return cls._sentencepiece_from_fields(fields)
     if model != "gpt2":
       raise NotImplementedError(
-        f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') and SentencePiece "
-        "('llama') are supported"
+        f"tokenizer.ggml.model={model!r}: only byte-level BPE ('gpt2') and "
+        "SentencePiece ('llama') are supported"
       )
     tokens = list(fields["tokenizer.ggml.tokens"])
     types = list(fields.get("tokenizer.ggml.token_type", [1] * len(tokens)))
     merges = [tuple(m.split(" ", 1)) for m in fields["tokenizer.ggml.merges"]]
     vocab = {t: i for i, t in enumerate(tokens)}
-    bpe = models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False)
+    bpe = models.BPE(
+      vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False
+    )
     tok = tk.Tokenizer(bpe)
     pre = fields.get("tokenizer.ggml.pre", "default")
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    byte_level = pre_tokenizers.ByteLevel(
+      add_prefix_space=False, use_regex=True
+    )
     if pre in ("smollm", "starcoder", "refact", "codeshell"):
-      # These models split every digit before the GPT-2 regex (HF: Digits(individual)).
+      # These models split every digit before the GPT-2 regex (HF:
+      # Digits(individual)).
       tok.pre_tokenizer = pre_tokenizers.Sequence(
         [pre_tokenizers.Digits(individual_digits=True), byte_level]
       )
     elif pre in ("default", "gpt2", "gpt-2"):
       tok.pre_tokenizer = byte_level
     else:
-      raise NotImplementedError(f"tokenizer.ggml.pre={pre!r} is not supported yet")
+      raise NotImplementedError(
+        f"tokenizer.ggml.pre={pre!r} is not supported yet"
+      )
     tok.decoder = decoders.ByteLevel()
     special = [t for t, ty in zip(tokens, types) if ty == 3]  # CONTROL tokens
-    tok.add_special_tokens([tk.AddedToken(t, special=True, normalized=False) for t in special])
+    tok.add_special_tokens(
+      [tk.AddedToken(t, special=True, normalized=False) for t in special]
+    )
     return cls(
       tok,
       bos_id=fields.get("tokenizer.ggml.bos_token_id"),
@@ -143,7 +159,9 @@ class Tokenizer:
       tokens = list(fields["tokenizer.ggml.tokens"])
       scores = list(fields["tokenizer.ggml.scores"])
     except KeyError as e:
-      raise ValueError(f"GGUF metadata lacks the tokenizer field {e.args[0]!r}") from None
+      raise ValueError(
+        f"GGUF metadata lacks the tokenizer field {e.args[0]!r}"
+      ) from None
     types = list(fields.get("tokenizer.ggml.token_type", [1] * len(tokens)))
     if not (len(tokens) == len(scores) == len(types)):
       raise ValueError(
@@ -162,21 +180,39 @@ class Tokenizer:
     ranked.sort()
     merges = [(tokens[i][:k], tokens[i][k:]) for _, i, k in ranked]
     unk_id = fields.get("tokenizer.ggml.unknown_token_id")
-    unk = tokens[unk_id] if unk_id is not None and 0 <= unk_id < len(tokens) else None
-    bpe = models.BPE(vocab=vocab, merges=merges, unk_token=unk, fuse_unk=True, byte_fallback=True)
+    unk = (
+      tokens[unk_id]
+      if unk_id is not None and 0 <= unk_id < len(tokens)
+      else None
+    )
+    bpe = models.BPE(
+      vocab=vocab,
+      merges=merges,
+      unk_token=unk,
+      fuse_unk=True,
+      byte_fallback=True,
+    )
     tok = tk.Tokenizer(bpe)
     norm: list[normalizers.Normalizer] = [normalizers.Replace(" ", "\u2581")]
     if fields.get("tokenizer.ggml.add_space_prefix", False):
       norm.insert(0, normalizers.Prepend("\u2581"))
     tok.normalizer = normalizers.Sequence(norm)
-    dec = [decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()]
+    dec = [
+      decoders.Replace("\u2581", " "),
+      decoders.ByteFallback(),
+      decoders.Fuse(),
+    ]
     if fields.get("tokenizer.ggml.add_space_prefix", False):
       dec.append(decoders.Strip(" ", 1, 0))
     tok.decoder = decoders.Sequence(dec)
     special = [t for t, ty in zip(tokens, types) if ty == 3]  # CONTROL
     user = [t for t, ty in zip(tokens, types) if ty == 4]  # USER_DEFINED
-    tok.add_special_tokens([tk.AddedToken(t, special=True, normalized=False) for t in special])
-    tok.add_tokens([tk.AddedToken(t, special=False, normalized=False) for t in user])
+    tok.add_special_tokens(
+      [tk.AddedToken(t, special=True, normalized=False) for t in special]
+    )
+    tok.add_tokens(
+      [tk.AddedToken(t, special=False, normalized=False) for t in user]
+    )
     return cls(
       tok,
       bos_id=fields.get("tokenizer.ggml.bos_token_id"),
@@ -205,14 +241,17 @@ class Tokenizer:
       ids = [self.bos_id] + ids
     return ids
 
-  def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
+  def encode_with_offsets(
+    self, text: str
+  ) -> tuple[list[int], list[tuple[int, int]]]:
     """Ids and the character span [start, end) of `text` each token covers.
 
     Args:
       text: the string to encode (no BOS is added).
 
     Returns:
-      `(ids, offsets)`: the token ids and one `(start, end)` character span per id.
+      `(ids, offsets)`: the token ids and one `(start, end)` character span per
+      id.
     """
     enc = self._tok.encode(text, add_special_tokens=False)
     return list(enc.ids), [(start, end) for start, end in enc.offsets]
@@ -234,13 +273,20 @@ class Tokenizer:
       if (
         isinstance(i, bool)
         or not isinstance(i, (int, np.integer))
-        and not (isinstance(i, np.ndarray) and i.ndim == 0 and np.issubdtype(i.dtype, np.integer))
+        and not (
+          isinstance(i, np.ndarray)
+          and i.ndim == 0
+          and np.issubdtype(i.dtype, np.integer)
+        )
       ):
-        raise TypeError(f"ids must be integer token ids, got {type(i).__name__} {i!r}")
+        raise TypeError(
+          f"ids must be integer token ids, got {type(i).__name__} {i!r}"
+        )
       i = int(i)
       if i < -1 or i >= self.vocab_size:
         raise ValueError(
-          f"ids must be token ids in [0, vocab_size={self.vocab_size}) or -1, got {i}"
+          f"ids must be token ids in [0, vocab_size={self.vocab_size}) or -1, "
+          f"got {i}"
         )
       if i >= 0:
         out.append(i)
@@ -305,12 +351,13 @@ class Tokenizer:
   ) -> str:
     """Render `messages` ([{'role', 'content'}]) with the model's template.
 
-    Implemented for ChatML templates (`<|im_start|>role\\ncontent<|im_end|>\\n`),
-    including SmolLM2's default system message when none is given, and for
-    Gemma turns (`<start_of_turn>user\\ncontent<end_of_turn>\\n`, role
-    'assistant' written as 'model', a system message prefixed to the first
-    user turn) when the vocabulary has <start_of_turn>. The rendered text
-    has no BOS: `encode` adds it.
+    Implemented for ChatML templates
+    (`<|im_start|>role\\ncontent<|im_end|>\\n`), including SmolLM2's default
+    system message when none is given, and for Gemma turns
+    (`<start_of_turn>user\\ncontent<end_of_turn>\\n`, role 'assistant' written
+    as 'model', a system message prefixed to the first user turn) when the
+    vocabulary has <start_of_turn>. The rendered text has no BOS: `encode` adds
+    it.
 
     Args:
       messages: a non-empty list of `{'role': ..., 'content': ...}` dicts.
@@ -321,15 +368,20 @@ class Tokenizer:
     """
     tmpl = self.chat_template or ""
     if not messages or any(
-      not isinstance(m, dict) or "role" not in m or "content" not in m for m in messages
+      not isinstance(m, dict) or "role" not in m or "content" not in m
+      for m in messages
     ):
-      raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+      raise ValueError(
+        "messages must be a non-empty list of {'role', 'content'} dicts"
+      )
     if "<|im_start|>" not in tmpl:
       if self.token_to_id("<start_of_turn>") is not None and (
         not tmpl or "<start_of_turn>" in tmpl
       ):
         return _gemma_turns(messages, add_generation_prompt)
-      raise NotImplementedError("only ChatML and Gemma chat templates are implemented")
+      raise NotImplementedError(
+        "only ChatML and Gemma chat templates are implemented"
+      )
     out = []
     if messages[0]["role"] != "system" and _CHATML_DEFAULT_SYSTEM in tmpl:
       out.append(f"<|im_start|>system\n{_CHATML_DEFAULT_SYSTEM}<|im_end|>\n")

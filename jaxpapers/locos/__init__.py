@@ -1,12 +1,13 @@
-"""LOCOS: write-aware retrieval-head detection (Gema, Alex & Minervini, arXiv 2607.01002).
+"""LOCOS: write-aware retrieval-head detection (Gema, Alex & Minervini, arXiv
+2607.01002).
 
 Scores each attention head by the projection of its OV-circuit output onto the
 answer token's unembedding direction, contrasting needle and off-needle source
 positions (`detect_heads`, `phi_per_position`), next to the attention-based
 baselines (Wu et al. retrieval score, contrastive attention, attention-spatial,
-DLA), and measures what ablating the top heads does (`ablation_curve`; over real probes as
-resumable cells, `ablation_cells`) and where it collapses retrieval (`collapse_curves`).
-Models come from `jaxpapers.lm`.
+DLA), and measures what ablating the top heads does (`ablation_curve`; over real
+probes as resumable cells, `ablation_cells`) and where it collapses retrieval
+(`collapse_curves`). Models come from `jaxpapers.lm`.
 """
 
 from jaxpapers.locos._ablation import (

@@ -1,4 +1,5 @@
-"""Head-ablation curves with random-head controls and bootstrap intervals (spec §3.3)."""
+"""Head-ablation curves with random-head controls and bootstrap intervals (spec
+§3.3)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ _METRICS = ("rougeL", "rouge1_recall", "exact")
 
 
 def bootstrap_ci(
-  values: ArrayLike, *, num_resamples: int = 1000, alpha: float = 0.05, seed: int = 0
+  values: ArrayLike,
+  *,
+  num_resamples: int = 1000,
+  alpha: float = 0.05,
+  seed: int = 0,
 ) -> tuple[float, float]:
   """Percentile bootstrap (1 − alpha) interval of the mean of `values`.
 
@@ -47,7 +52,9 @@ def bootstrap_ci(
     or not isinstance(num_resamples, (int, np.integer))
     or num_resamples < 1
   ):
-    raise ValueError(f"num_resamples must be an int >= 1, got {num_resamples!r}")
+    raise ValueError(
+      f"num_resamples must be an int >= 1, got {num_resamples!r}"
+    )
   v = np.asarray(values, np.float64).ravel()
   if v.size == 0:
     return float("nan"), float("nan")
@@ -55,7 +62,9 @@ def bootstrap_ci(
     raise ValueError("values must be finite (found NaN or inf)")
   rng = np.random.default_rng(seed)
   means = v[rng.integers(0, v.size, size=(num_resamples, v.size))].mean(1)
-  return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
+  return float(np.quantile(means, alpha / 2)), float(
+    np.quantile(means, 1 - alpha / 2)
+  )
 
 
 def score_text(answer: str, generation: str, metric: str) -> float:
@@ -95,31 +104,34 @@ def generate_texts(
   batch_size: int = 8,
   pad_to: int | Sequence[int] | None = None,
 ) -> list[str]:
-  """Greedy generations of every probe (optionally ablated), in the order of `probes`.
+  """Greedy generations of every probe (optionally ablated), in the order of
+  `probes`.
 
-  Prompts are left-padded per length bucket (see `bucket_indices`), so a list of bucket
-  lengths compiles the decoder once per bucket whatever the prompt lengths are (the
-  ablation mask is data: every head set reuses the program).
+  Prompts are left-padded per length bucket (see `bucket_indices`), so a list of
+  bucket lengths compiles the decoder once per bucket whatever the prompt
+  lengths are (the ablation mask is data: every head set reuses the program).
 
   `ablation.mask` is either one head set [L, H] for every probe or one per probe
-  [len(probes), L, H]. Per-probe masks let one call evaluate many (probe, head set) pairs,
-  e.g. several ablation conditions or random seeds, in full batches on device; the result
-  equals calling this function once per head set (rows never interact).
+  [len(probes), L, H]. Per-probe masks let one call evaluate many (probe, head
+  set) pairs, e.g. several ablation conditions or random seeds, in full batches
+  on device; the result equals calling this function once per head set (rows
+  never interact).
 
   Args:
     params: the model's weights.
     config: the model's config.
     probes: the trials to decode.
     tokenizer: the model's tokenizer (decode, stop_ids).
-    ablation: heads to ablate (mask bool [L, H] or [len(probes), L, H]); None ablates
-      nothing.
+    ablation: heads to ablate (mask bool [L, H] or [len(probes), L, H]); None
+      ablates nothing.
     max_new_tokens: maximum generated tokens per probe.
     stop_ids: ids that end decoding; default `tokenizer.stop_ids()`.
     batch_size: prompts per generation call (>= 1).
     pad_to: padding lengths, as in `bucket_indices`.
 
   Returns:
-    One decoded generation per probe (stop token excluded), in the order of `probes`.
+    One decoded generation per probe (stop token excluded), in the order of
+    `probes`.
   """
   probes = list(probes)
   if not probes or not all(isinstance(p, Trial) for p in probes):
@@ -128,33 +140,41 @@ def generate_texts(
   if ablation is not None and np.ndim(ablation.mask) == 3:
     if np.shape(ablation.mask)[0] != len(probes):
       raise ValueError(
-        f"a per-probe ablation.mask must be [len(probes)={len(probes)}, L, H], got "
-        f"{tuple(np.shape(ablation.mask))}"
+        f"a per-probe ablation.mask must be [len(probes)={len(probes)}, L, "
+        f"H], got {tuple(np.shape(ablation.mask))}"
       )
     masks = np.asarray(ablation.mask, bool)
   if (
-    isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
+    isinstance(batch_size, bool)
+    or not isinstance(batch_size, (int, np.integer))
+    or batch_size < 1
   ):
     raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()
   out: list[str] = [""] * len(probes)
-  for length, idx in bucket_indices([len(p.prompt_ids) for p in probes], pad_to):
+  for length, idx in bucket_indices(
+    [len(p.prompt_ids) for p in probes], pad_to
+  ):
     for i in range(0, len(idx), batch_size):
       chunk = [probes[j] for j in idx[i : i + batch_size]]
       rows = [p.prompt_ids for p in chunk]
-      # a last, partial chunk is padded to a multiple of min(8, batch_size) rows, not to
-      # batch_size: a few more compiled shapes instead of up to batch_size - 1 wasted rows
+      # a last, partial chunk is padded to a multiple of min(8, batch_size)
+      # rows, not to batch_size: a few more compiled shapes instead of up to
+      # batch_size - 1 wasted rows
       step = min(8, batch_size)
       width = min(batch_size, -(-len(rows) // step) * step)
       rows = rows + [rows[-1]] * (width - len(rows))
       ids, mask = lm.left_pad(rows, length=length)
       abl = ablation
       if ablation is not None and masks is not None:
-        # per-probe head sets: the chunk's, with filler rows repeating the last one
+        # per-probe head sets: the chunk's, with filler rows repeating the last
+        # one
         sel = idx[i : i + batch_size]
         sel = sel + [sel[-1]] * (width - len(sel))
-        abl = lm.HeadAblation(mask=jnp.asarray(masks[sel]), mean=ablation.mean, mode=ablation.mode)
+        abl = lm.HeadAblation(
+          mask=jnp.asarray(masks[sel]), mean=ablation.mean, mode=ablation.mode
+        )
       g = lm.generate(
         params,
         ids,
@@ -183,7 +203,8 @@ def evaluate_probes(
   batch_size: int = 8,
   pad_to: int | Sequence[int] | None = None,
 ) -> np.ndarray:
-  """Greedy-decode every probe (optionally ablated, see `generate_texts`) and score it.
+  """Greedy-decode every probe (optionally ablated, see `generate_texts`) and
+  score it.
 
   Args:
     params: the model's weights.
@@ -213,7 +234,9 @@ def evaluate_probes(
     batch_size=batch_size,
     pad_to=pad_to,
   )
-  return np.asarray([score_text(p.answer, t, metric) for p, t in zip(probes, texts)])
+  return np.asarray(
+    [score_text(p.answer, t, metric) for p, t in zip(probes, texts)]
+  )
 
 
 def ablation_curve(
@@ -236,7 +259,8 @@ def ablation_curve(
   pad_to: int | Sequence[int] | None = None,
   num_resamples: int = 1000,
 ) -> dict[str, Any]:
-  """Task score vs number of ablated heads for each detector and for random heads.
+  """Task score vs number of ablated heads for each detector and for random
+  heads.
 
   For every detector and k, the top-k heads of its ranking are ablated (query
   mean / zero, or output zero) and every probe is greedy-decoded and scored.
@@ -253,8 +277,8 @@ def ablation_curve(
     mode: 'mean_q' (spec default), 'zero_q' or 'zero_out'.
     mean: f32 [L, H, dh] mean queries; computed from `calibration_prompts` with
       `lm.mean_queries` when None (zeros for the 'zero_*' modes).
-    calibration_prompts: token lists for `lm.mean_queries` (needed when mode='mean_q' and
-      `mean` is None).
+    calibration_prompts: token lists for `lm.mean_queries` (needed when
+      mode='mean_q' and `mean` is None).
     metric: 'rougeL', 'rouge1_recall' or 'exact'.
     num_random: random-head seeds per k.
     key: PRNG key for the random heads; None uses `jax.random.key(0)`.
@@ -269,15 +293,23 @@ def ablation_curve(
      {'mean': [..], 'lo': [..], 'hi': [..]} per k, 'per_probe': {...}}.
   """
   if mode not in ("mean_q", "zero_q", "zero_out"):
-    raise ValueError(f"mode must be 'mean_q', 'zero_q' or 'zero_out', got {mode!r}")
+    raise ValueError(
+      f"mode must be 'mean_q', 'zero_q' or 'zero_out', got {mode!r}"
+    )
   L, H = config.n_layers, config.n_heads
   ks = list(ks)
-  if any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0 for k in ks):
+  if any(
+    isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0
+    for k in ks
+  ):
     raise ValueError(f"ks must be ints >= 0, got {ks!r}")
   ks = [min(int(k), L * H) for k in ks]
   for name, sc in head_rankings.items():
     if np.shape(sc) != (L, H):
-      raise ValueError(f"head_rankings[{name!r}] must be [L, H] = [{L}, {H}], got {np.shape(sc)}")
+      raise ValueError(
+        f"head_rankings[{name!r}] must be [L, H] = [{L}, {H}], "
+        f"got {np.shape(sc)}"
+      )
   if mode == "mean_q" and mean is None:
     if calibration_prompts is None:
       raise ValueError("mode='mean_q' needs mean or calibration_prompts")
@@ -287,7 +319,9 @@ def ablation_curve(
   key = jax.random.key(0) if key is None else key
 
   def run(mask):
-    abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=jnp.asarray(mean), mode=mode)
+    abl = lm.HeadAblation(
+      mask=jnp.asarray(mask), mean=jnp.asarray(mean), mode=mode
+    )
     return evaluate_probes(
       params,
       config,
@@ -302,7 +336,10 @@ def ablation_curve(
     )
 
   def summary(vals_per_k):
-    cis = [bootstrap_ci(v, num_resamples=num_resamples, seed=i) for i, v in enumerate(vals_per_k)]
+    cis = [
+      bootstrap_ci(v, num_resamples=num_resamples, seed=i)
+      for i, v in enumerate(vals_per_k)
+    ]
     return {
       "mean": [float(np.mean(v)) for v in vals_per_k],
       "lo": [c[0] for c in cis],
@@ -323,7 +360,8 @@ def ablation_curve(
   rand = []
   for k in ks:
     seeds = [
-      run(random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k)) for s in range(num_random)
+      run(random_heads(jax.random.fold_in(key, 1000 * k + s), L, H, k))
+      for s in range(num_random)
     ]
     rand.append(np.concatenate(seeds))
   result["random"] = summary(rand)
@@ -339,10 +377,12 @@ def ablation_conditions(
   num_random: int,
   key: jax.Array,
 ) -> list[tuple[str, int, list[np.ndarray]]]:
-  """The head sets of an ablation grid: none, each detector's top k, and random heads.
+  """The head sets of an ablation grid: none, each detector's top k, and random
+  heads.
 
-  Random heads use the keys of :func:`ablation_curve` (``fold_in(key, 1000 k + s)`` for seed
-  s), so a run over probe blocks and a run over whole probe sets draw the same head sets.
+  Random heads use the keys of :func:`ablation_curve`
+  (``fold_in(key, 1000 k + s)`` for seed s), so a run over probe blocks and a
+  run over whole probe sets draw the same head sets.
 
   Args:
     scores: detector name -> [L, H] head scores (higher = ablated first).
@@ -354,9 +394,9 @@ def ablation_conditions(
     key: PRNG key of the random heads.
 
   Returns:
-    ``[(name, k, masks)]``: ``("baseline", 0, [no head])``, ``(detector, k, [top-k heads])``
-    for every detector and k, then ``("random", k, [one mask per seed])`` for every k; each
-    mask is bool [L, H].
+    ``[(name, k, masks)]``: ``("baseline", 0, [no head])``, ``(detector, k,
+    [top-k heads])`` for every detector and k, then ``("random", k, [one mask
+    per seed])`` for every k; each mask is bool [L, H].
   """
   if num_random < 0:
     raise ValueError(f"num_random must be >= 0, got {num_random!r}")
@@ -365,7 +405,9 @@ def ablation_conditions(
     out += [(d, k, [top_heads(scores[d], k)]) for k in ks]
   for k in ks:
     keys = [jax.random.fold_in(key, 1000 * k + s) for s in range(num_random)]
-    out.append(("random", k, [random_heads(kk, num_layers, num_heads, k) for kk in keys]))
+    out.append(
+      ("random", k, [random_heads(kk, num_layers, num_heads, k) for kk in keys])
+    )
   return out
 
 
@@ -375,11 +417,13 @@ def seed_blocks(
   block_size: int,
   num_seeds: int,
 ) -> np.ndarray:
-  """The random-head seed of every probe: seeds cycle over blocks of each length bucket.
+  """The random-head seed of every probe: seeds cycle over blocks of each length
+  bucket.
 
-  Probes are grouped into the length buckets of :func:`bucket_indices`; each bucket is cut
-  into blocks of ``block_size`` probes and block j (counted over all buckets) gets seed
-  ``j mod num_seeds``, so one random-heads curve costs one detector's generations.
+  Probes are grouped into the length buckets of :func:`bucket_indices`; each
+  bucket is cut into blocks of ``block_size`` probes and block j (counted over
+  all buckets) gets seed ``j mod num_seeds``, so one random-heads curve costs
+  one detector's generations.
 
   Args:
     prompt_lengths: [N] prompt lengths in tokens.
@@ -391,7 +435,9 @@ def seed_blocks(
     [N] int seeds in ``[0, num_seeds)``.
   """
   if block_size < 1 or num_seeds < 1:
-    raise ValueError(f"block_size and num_seeds must be >= 1, got {block_size}, {num_seeds}")
+    raise ValueError(
+      f"block_size and num_seeds must be >= 1, got {block_size}, {num_seeds}"
+    )
   seed_of = np.zeros(len(prompt_lengths), int)
   if not len(prompt_lengths):
     return seed_of

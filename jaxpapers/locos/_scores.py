@@ -33,7 +33,8 @@ from jaxpapers.core import validation as val
 
 
 class TokenizerLike(Protocol):
-  """What the detectors need of a tokenizer (`jaxpapers.lm.Tokenizer` and `ToyTokenizer` fit)."""
+  """What the detectors need of a tokenizer (`jaxpapers.lm.Tokenizer` and
+  `ToyTokenizer` fit)."""
 
   def encode(self, text: str, *, add_bos: bool | None = ...) -> list[int]: ...
 
@@ -50,7 +51,8 @@ class Trial:
     prompt_ids: the prompt's token ids (no padding).
     needle_span: [s, e) absolute positions of the needle inside the prompt.
     answer: the gold answer string.
-    kind: 'literal', 'nonliteral', or a control kind ('parametric', 'arithmetic').
+    kind: 'literal', 'nonliteral', or a control kind ('parametric',
+      'arithmetic').
   """
 
   prompt_ids: tuple[int, ...]
@@ -59,7 +61,9 @@ class Trial:
   kind: str = "nonliteral"
 
   def __post_init__(self):
-    object.__setattr__(self, "prompt_ids", tuple(int(i) for i in self.prompt_ids))
+    object.__setattr__(
+      self, "prompt_ids", tuple(int(i) for i in self.prompt_ids)
+    )
     s, e = self.needle_span
     if not (0 <= s <= e <= len(self.prompt_ids)):
       raise ValueError(
@@ -76,8 +80,8 @@ class TrialScore:
   Attributes:
     S: LOCOS S_τ [L, H] (zeros when no answer step was found).
     L_plus, L_minus: [L, H], the two LOCOS terms averaged over answer steps.
-    accepted: ROUGE-1 recall of the answer in the generation > the threshold, and at least
-      one answer step found (the reference's trial filter).
+    accepted: ROUGE-1 recall of the answer in the generation > the threshold,
+      and at least one answer step found (the reference's trial filter).
     generation: the decoded generation.
     answer_steps: indices of the answer steps in the generation.
     detectors: {'locos', 'wu', 'contrastive', 'attention_spatial', 'dla'} -> [L, H].
@@ -105,15 +109,16 @@ def _words(text: str, name: str = "text") -> list[str]:
 def rouge1_recall(reference: str, candidate: str) -> float:
   """Unigram recall of `reference` words in `candidate` (clipped counts).
 
-  Words are the lower-cased ``\\w+`` runs; each candidate word matches at most as many
-  reference words as it occurs in the candidate.
+  Words are the lower-cased ``\\w+`` runs; each candidate word matches at most
+  as many reference words as it occurs in the candidate.
 
   Args:
     reference: the gold text (e.g. a probe's answer).
     candidate: the text searched for the reference's words (e.g. a generation).
 
   Returns:
-    The matched fraction of the reference's words in [0, 1]; 0 for an empty reference.
+    The matched fraction of the reference's words in [0, 1]; 0 for an empty
+    reference.
   """
   ref, cand = _words(reference, "reference"), _words(candidate, "candidate")
   if not ref:
@@ -147,7 +152,9 @@ def rouge_l(reference: str, candidate: str) -> float:
   dp = np.zeros((len(ref) + 1, len(cand) + 1), np.int32)
   for i, a in enumerate(ref):
     for j, b in enumerate(cand):
-      dp[i + 1, j + 1] = dp[i, j] + 1 if a == b else max(dp[i, j + 1], dp[i + 1, j])
+      dp[i + 1, j + 1] = (
+        dp[i, j] + 1 if a == b else max(dp[i, j + 1], dp[i + 1, j])
+      )
   lcs = dp[-1, -1]
   if lcs == 0:
     return 0.0
@@ -159,7 +166,9 @@ def rouge_l(reference: str, candidate: str) -> float:
 # answer steps
 
 
-def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer: TokenizerLike) -> list[int]:
+def answer_steps(
+  generated_ids: Sequence[int], answer: str, tokenizer: TokenizerLike
+) -> list[int]:
   """Indices of the generated tokens that spell the answer.
 
   First an exact contiguous match of `tokenizer.encode(answer)` inside the
@@ -170,16 +179,20 @@ def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer: Tokenizer
   Args:
     generated_ids: the generated token ids, in decoding order (ints).
     answer: the gold answer string.
-    tokenizer: the model's tokenizer (`encode(text, add_bos=False)` and `decode(ids)`).
+    tokenizer: the model's tokenizer (`encode(text, add_bos=False)` and
+      `decode(ids)`).
 
   Returns:
-    Increasing positions into `generated_ids` (the answer steps T_ans); [] if the answer
-    was not generated.
+    Increasing positions into `generated_ids` (the answer steps T_ans); [] if
+    the answer was not generated.
   """
   if not isinstance(answer, str):
     raise TypeError(f"answer must be a str, got {type(answer).__name__}")
   gen = list(generated_ids)
-  if any(isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) for i in gen):
+  if any(
+    isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer))
+    for i in gen
+  ):
     raise TypeError("generated_ids must be a sequence of int token ids")
   gen = [int(i) for i in gen]
   target = list(tokenizer.encode(answer, add_bos=False))
@@ -207,7 +220,11 @@ def answer_steps(generated_ids: Sequence[int], answer: str, tokenizer: Tokenizer
 
 
 def phi_per_position(
-  attn_row: ArrayLike, values: ArrayLike, wo: ArrayLike, u: ArrayLike, kv_map: ArrayLike
+  attn_row: ArrayLike,
+  values: ArrayLike,
+  wo: ArrayLike,
+  u: ArrayLike,
+  kv_map: ArrayLike,
 ) -> jax.Array:
   """φ_j = α_j · (v_{kv(h), j} · W_O^{(h)} u) for every query head of one layer.
 
@@ -221,9 +238,10 @@ def phi_per_position(
   Returns:
     [H, K]; its row sums are the heads' direct logit attributions.
 
-  Shapes and dtypes are checked at trace time. A ``kv_map`` entry outside [0, KV) raises
-  ``ValueError`` eagerly; under ``jax.jit`` the result is NaN (wrap with
-  ``jax.experimental.checkify.checkify`` to get the error) instead of a clamped gather.
+  Shapes and dtypes are checked at trace time. A ``kv_map`` entry outside [0,
+  KV) raises ``ValueError`` eagerly; under ``jax.jit`` the result is NaN (wrap
+  with ``jax.experimental.checkify.checkify`` to get the error) instead of a
+  clamped gather.
   """
   attn_row, values, wo, u = (jnp.asarray(a) for a in (attn_row, values, wo, u))
   kv_map = kv_map if isinstance(kv_map, jax.Array) else np.asarray(kv_map)
@@ -233,13 +251,19 @@ def phi_per_position(
       f"{attn_row.shape}, {values.shape}, {wo.shape}, {u.shape}"
     )
   H, K = attn_row.shape
-  if values.shape[1] != K or wo.shape[:2] != (H, values.shape[2]) or wo.shape[2] != u.shape[0]:
+  if (
+    values.shape[1] != K
+    or wo.shape[:2] != (H, values.shape[2])
+    or wo.shape[2] != u.shape[0]
+  ):
     raise ValueError(
       f"shapes disagree: attn_row [H={H}, K={K}], values [KV, K, dh] = "
       f"{values.shape}, wo [H, dh, d] = {wo.shape}, u [d] = {u.shape}"
     )
   if kv_map.shape != (H,) or not jnp.issubdtype(kv_map.dtype, jnp.integer):
-    raise ValueError(f"kv_map must be int [H={H}], got {kv_map.dtype}{kv_map.shape}")
+    raise ValueError(
+      f"kv_map must be int [H={H}], got {kv_map.dtype}{kv_map.shape}"
+    )
   ok = val.debug_check_values(
     (kv_map >= 0) & (kv_map < values.shape[0]),
     f"kv_map entries must be KV head indices in [0, {values.shape[0]})",
@@ -252,19 +276,23 @@ def phi_per_position(
 @jax.jit
 def _phi_all_layers(attn, values, wo, u, kv_map):
   # attn [L, H, K], values [L, KV, K, dh], wo [L, H, dh, d], u [d]
-  return jax.vmap(phi_per_position, in_axes=(0, 0, 0, None, None))(attn, values, wo, u, kv_map)
+  return jax.vmap(phi_per_position, in_axes=(0, 0, 0, None, None))(
+    attn, values, wo, u, kv_map
+  )
 
 
 def contrast(
   weights: np.ndarray, needle: np.ndarray, valid: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-  """(L⁺, L⁻) of per-key weights [..., K]: needle sum, and rescaled off-needle sum.
+  """(L⁺, L⁻) of per-key weights [..., K]: needle sum, and rescaled off-needle
+  sum.
 
   L⁺ = Σ_{j∈needle} w_j and L⁻ = Σ_{j∉needle, valid} w_j · |needle| / (K_t − |needle|),
   K_t = #valid keys (the denominator is floored at 1). Host-side NumPy.
 
   Args:
-    weights: [..., K] float per-key weights (φ of `phi_per_position`, or attention).
+    weights: [..., K] float per-key weights (φ of `phi_per_position`, or
+      attention).
     needle: bool [K], the keys inside the needle span.
     valid: bool [K], the keys the query may attend to (real, causal).
 
@@ -273,8 +301,15 @@ def contrast(
   """
   needle, valid = np.asarray(needle), np.asarray(valid)
   if needle.dtype != np.bool_ or valid.dtype != np.bool_:
-    raise TypeError(f"needle and valid must be bool masks, got {needle.dtype} and {valid.dtype}")
-  if needle.shape != valid.shape or needle.ndim != 1 or np.shape(weights)[-1:] != needle.shape:
+    raise TypeError(
+      f"needle and valid must be bool masks, got {needle.dtype} and "
+      f"{valid.dtype}"
+    )
+  if (
+    needle.shape != valid.shape
+    or needle.ndim != 1
+    or np.shape(weights)[-1:] != needle.shape
+  ):
     raise ValueError(
       f"needle and valid must be [K] matching weights [..., K]; got "
       f"{needle.shape}, {valid.shape}, {np.shape(weights)}"
@@ -309,23 +344,26 @@ def score_generation(
 ):
   """All detectors of one trial from its recorded generation (host-side NumPy).
 
-  The scoring half of :func:`detect_heads`, which calls it once per trial on the output of
-  ``lm.generate(..., capture_attn=True, capture_values=True)``.
+  The scoring half of :func:`detect_heads`, which calls it once per trial on the
+  output of ``lm.generate(..., capture_attn=True, capture_values=True)``.
 
   Args:
     params: the LM's parameters; config: its ``LMConfig`` (L layers, H heads).
     trial: the trial (prompt ids, needle span, answer).
     tokenizer: decodes ``gen_ids``.
     gen_ids: the N generated token ids.
-    attn: float [N, L, H, S] attention weights of each generated step over the S cache slots.
+    attn: float [N, L, H, S] attention weights of each generated step over the S
+      cache slots.
     values: f32 [L, KV, S, head_dim] the value vectors of every cache slot.
-    key_pos: int [S] the position of each cache slot; key_valid: bool [S] the filled slots.
-    prompt_len: the trial's prompt length (its first generated token predicts position
-      ``prompt_len``).
-    rouge_threshold: a trial is accepted when the answer's ROUGE-1 recall in the generation is
-      above this and an answer step is found.
+    key_pos: int [S] the position of each cache slot; key_valid: bool [S] the
+      filled slots.
+    prompt_len: the trial's prompt length (its first generated token predicts
+      position ``prompt_len``).
+    rouge_threshold: a trial is accepted when the answer's ROUGE-1 recall in the
+      generation is above this and an answer step is found.
     post_norm: unused (kept for callers that pass it).
-    contrastive_top_k: the contrastive detector's top-k overlap (None: the needle's mass).
+    contrastive_top_k: the contrastive detector's top-k overlap (None: the
+      needle's mass).
 
   Returns:
     The trial's :class:`TrialScore` (each detector [L, H]).
@@ -334,8 +372,11 @@ def score_generation(
   kv_map = np.arange(H) // config.group_size
   generation = tokenizer.decode(gen_ids)
   steps = answer_steps(gen_ids, trial.answer, tokenizer)
-  # the reference's filter: recall strictly above the threshold, and answer steps found
-  accepted = rouge1_recall(trial.answer, generation) > rouge_threshold and bool(steps)
+  # the reference's filter: recall strictly above the threshold, and answer
+  # steps found
+  accepted = rouge1_recall(trial.answer, generation) > rouge_threshold and bool(
+    steps
+  )
   s, e = trial.needle_span
   needle_all = key_valid & (key_pos >= s) & (key_pos < e)
   slot_token = np.full(key_pos.shape, -1, np.int64)
@@ -344,10 +385,14 @@ def score_generation(
   slot_token[in_prompt] = prompt[key_pos[in_prompt]]
   n_needle = max(e - s, 1)
   zeros = np.zeros((L, H), np.float64)
-  det = {k: zeros.copy() for k in ("locos", "wu", "contrastive", "attention_spatial", "dla")}
+  det = {
+    k: zeros.copy()
+    for k in ("locos", "wu", "contrastive", "attention_spatial", "dla")
+  }
   Lp, Lm = zeros.copy(), zeros.copy()
   n_steps = len(gen_ids)
-  w_u = lm.unembedding(params, config)  # stays on device: one row is read per answer step
+  # stays on device: one row is read per answer step
+  w_u = lm.unembedding(params, config)
   mass_per_step = []
   for t in range(n_steps):
     q_pos = prompt_len - 1 + t
@@ -367,7 +412,8 @@ def score_generation(
     valid_t = key_valid & (key_pos <= q_pos)
     needle_t = needle_all & valid_t
     u = w_u[gen_ids[t]]
-    phi = np.asarray(_phi_all_layers(attn[t], values, params["wo"], u, kv_map))  # [L, H, S]
+    # [L, H, S]
+    phi = np.asarray(_phi_all_layers(attn[t], values, params["wo"], u, kv_map))
     lp, lmn = contrast(phi, needle_t, valid_t)
     Lp += lp
     Lm += lmn
@@ -380,7 +426,8 @@ def score_generation(
     det["dla"] /= len(steps)
     det["attention_spatial"] /= len(steps)
   det["locos"] = Lp - Lm
-  # contrastive attention: mean over answer steps minus mean over the other steps
+  # contrastive attention: mean over answer steps minus mean over the other
+  # steps
   if mass_per_step and steps:
     A = np.stack(mass_per_step)  # [N, L, H]
     ans = np.zeros(n_steps, bool)
@@ -412,13 +459,14 @@ def _topk_overlap(a, needle, valid, k):
 def bucket_indices(
   lengths: Sequence[int], pad_to: int | Sequence[int] | None = None
 ) -> list[tuple[int, list[int]]]:
-  """Group prompt indices by padded length, so a few compiled programs serve every prompt.
+  """Group prompt indices by padded length, so a few compiled programs serve
+  every prompt.
 
   Args:
     lengths: prompt lengths.
-    pad_to: None (one group padded to the longest prompt), an int (every prompt padded to
-      it), or a sequence of bucket lengths (each prompt goes to the smallest bucket that holds
-      it).
+    pad_to: None (one group padded to the longest prompt), an int (every prompt
+      padded to it), or a sequence of bucket lengths (each prompt goes to the
+      smallest bucket that holds it).
 
   Returns:
     [(padded length, [indices])] in increasing length, indices in input order.
@@ -428,13 +476,15 @@ def bucket_indices(
   if pad_to is None or isinstance(pad_to, (int, np.integer)):
     length = longest if pad_to is None else int(pad_to)
     if length < longest:
-      raise ValueError(f"pad_to={length} is shorter than the longest prompt ({longest} tokens)")
+      raise ValueError(
+        f"pad_to={length} is shorter than the longest prompt ({longest} tokens)"
+      )
     return [(length, list(range(len(lengths))))]
   buckets = sorted(int(b) for b in pad_to)
   if not buckets or buckets[-1] < longest:
     raise ValueError(
-      f"pad_to buckets {tuple(buckets)} must include a length >= the longest prompt "
-      f"({longest} tokens)"
+      f"pad_to buckets {tuple(buckets)} must include a length >= the longest "
+      f"prompt ({longest} tokens)"
     )
   groups: dict[int, list[int]] = {}
   for i, n in enumerate(lengths):
@@ -471,22 +521,25 @@ def detect_heads(
     tokenizer: the model's tokenizer (encode/decode).
     max_steps: maximum content steps.
     stop_ids: ids that end decoding; default: `tokenizer.stop_ids()`.
-    rouge_threshold: accept a trial when ROUGE-1 recall of the answer is > this and
-      answer steps were found (as the reference does); only accepted trials are averaged.
+    rouge_threshold: accept a trial when ROUGE-1 recall of the answer is > this
+      and answer steps were found (as the reference does); only accepted trials
+      are averaged.
     batch_size: trials per generation call (left-padded to a common length).
-    pad_to: an int (every prompt padded to it: one compilation for all batches), a
-      sequence of bucket lengths (each prompt padded to the smallest bucket holding it;
-      one compilation per bucket), or None (the longest prompt).
+    pad_to: an int (every prompt padded to it: one compilation for all batches),
+      a sequence of bucket lengths (each prompt padded to the smallest bucket
+      holding it; one compilation per bucket), or None (the longest prompt).
     post_norm: 'ignore' (reference parity). Models with a post-attention norm
       would need 'freeze'; not implemented for the supported architectures,
       which have no post-attention norm.
-    contrastive: 'mass' (attention mass on the needle) or 'topk' (top-k overlap).
+    contrastive: 'mass' (attention mass on the needle) or 'topk' (top-k
+      overlap).
     contrastive_top_k: k for the 'topk' variant.
 
   Returns:
-    (scores, per_trial): scores maps each detector ('locos', 'wu', 'contrastive',
-    'attention_spatial', 'dla') to a float [L, H] array averaged over accepted trials
-    (see `aggregate`); per_trial is one `TrialScore` per trial, in input order.
+    (scores, per_trial): scores maps each detector ('locos', 'wu',
+    'contrastive', 'attention_spatial', 'dla') to a float [L, H] array averaged
+    over accepted trials (see `aggregate`); per_trial is one `TrialScore` per
+    trial, in input order.
 
   Example:
     config, params, tokenizer = lm.load_smollm2()
@@ -501,7 +554,9 @@ def detect_heads(
       "post-attention norm, which this loader does not expose yet"
     )
   if contrastive not in ("mass", "topk"):
-    raise ValueError(f"contrastive must be 'mass' or 'topk', got {contrastive!r}")
+    raise ValueError(
+      f"contrastive must be 'mass' or 'topk', got {contrastive!r}"
+    )
   trials = list(trials)
   if not trials:
     raise ValueError("trials must be a non-empty sequence of Trial")
@@ -515,12 +570,16 @@ def detect_heads(
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
       raise ValueError(f"{name} must be an int >= 1, got {v!r}")
   if not 0.0 <= rouge_threshold <= 1.0:
-    raise ValueError(f"rouge_threshold must be in [0, 1], got {rouge_threshold!r}")
+    raise ValueError(
+      f"rouge_threshold must be in [0, 1], got {rouge_threshold!r}"
+    )
   _check_prompt_ids(trials, config)
   if stop_ids is None:
     stop_ids = tokenizer.stop_ids()
   per_trial: list[TrialScore | None] = [None] * len(trials)
-  for length, idx in bucket_indices([len(t.prompt_ids) for t in trials], pad_to):
+  for length, idx in bucket_indices(
+    [len(t.prompt_ids) for t in trials], pad_to
+  ):
     for i in range(0, len(idx), batch_size):
       chunk_idx = idx[i : i + batch_size]
       rows = [trials[j].prompt_ids for j in chunk_idx]
@@ -552,7 +611,9 @@ def detect_heads(
           key_valid=g.key_valid[b],
           prompt_len=len(trial.prompt_ids),
           rouge_threshold=rouge_threshold,
-          contrastive_top_k=None if contrastive == "mass" else contrastive_top_k,
+          contrastive_top_k=None
+          if contrastive == "mass"
+          else contrastive_top_k,
         )
   scored = [s for s in per_trial if s is not None]
   assert len(scored) == len(trials)  # every trial lies in exactly one bucket
@@ -571,19 +632,23 @@ def _check_prompt_ids(trials, config):
       )
 
 
-def aggregate(per_trial: Sequence[TrialScore], config: lm.LMConfig) -> dict[str, np.ndarray]:
-  """Mean of each detector over accepted trials (S_{l,h} = mean of S_τ for LOCOS).
+def aggregate(
+  per_trial: Sequence[TrialScore], config: lm.LMConfig
+) -> dict[str, np.ndarray]:
+  """Mean of each detector over accepted trials (S_{l,h} = mean of S_τ for
+  LOCOS).
 
-  When no trial was accepted nothing was measured and every detector is all zeros [L, H]
-  (a documented degenerate value: no head is preferred).
+  When no trial was accepted nothing was measured and every detector is all
+  zeros [L, H] (a documented degenerate value: no head is preferred).
 
   Args:
     per_trial: the trials' scores, as returned by `detect_heads`.
-    config: the model's config (gives L = n_layers, H = n_heads for the all-zeros case).
+    config: the model's config (gives L = n_layers, H = n_heads for the
+      all-zeros case).
 
   Returns:
-    Detector name ('locos', 'wu', 'contrastive', 'attention_spatial', 'dla') -> float
-    [L, H].
+    Detector name ('locos', 'wu', 'contrastive', 'attention_spatial', 'dla') ->
+    float [L, H].
   """
   per_trial = list(per_trial)
   if not all(isinstance(t, TrialScore) for t in per_trial):
@@ -668,7 +733,8 @@ def locos_scores(
 
 
 def top_heads(scores: ArrayLike, k: int) -> np.ndarray:
-  """The k highest-scoring heads as a mask (ties broken by the lower flat index).
+  """The k highest-scoring heads as a mask (ties broken by the lower flat
+  index).
 
   Args:
     scores: finite float [L, H] head scores.
@@ -694,8 +760,12 @@ def _check_scores(scores):
   scores = np.asarray(scores)
   if scores.ndim != 2:
     raise ValueError(f"scores must be [L, H], got shape {scores.shape}")
-  if not np.issubdtype(scores.dtype, np.number) or not np.all(np.isfinite(scores)):
-    raise ValueError("scores must be finite numbers (NaN would rank arbitrarily)")
+  if not np.issubdtype(scores.dtype, np.number) or not np.all(
+    np.isfinite(scores)
+  ):
+    raise ValueError(
+      "scores must be finite numbers (NaN would rank arbitrarily)"
+    )
   return scores
 
 
@@ -706,14 +776,18 @@ def rank_heads(scores: ArrayLike) -> list[tuple[int, int]]:
     scores: finite float [L, H] head scores.
 
   Returns:
-    All L·H (layer, head) pairs in descending score order (ties: lower flat index first).
+    All L·H (layer, head) pairs in descending score order (ties: lower flat
+    index first).
   """
   scores = _check_scores(scores)
   order = np.argsort(-scores.ravel(), kind="stable")
-  return [divmod(int(i), scores.shape[1]) for i in order]  # (layer, head), C order
+  # (layer, head), C order
+  return [divmod(int(i), scores.shape[1]) for i in order]
 
 
-def random_heads(key: jax.Array, num_layers: int, num_heads: int, k: int) -> np.ndarray:
+def random_heads(
+  key: jax.Array, num_layers: int, num_heads: int, k: int
+) -> np.ndarray:
   """k heads drawn uniformly without replacement (the random-ablation control).
 
   Args:
@@ -725,11 +799,17 @@ def random_heads(key: jax.Array, num_layers: int, num_heads: int, k: int) -> np.
   Returns:
     bool [L, H], True on exactly k heads.
   """
-  for name, v in (("num_layers", num_layers), ("num_heads", num_heads), ("k", k)):
+  for name, v in (
+    ("num_layers", num_layers),
+    ("num_heads", num_heads),
+    ("k", k),
+  ):
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
       raise ValueError(f"{name} must be an int, got {v!r}")
   if num_layers < 1 or num_heads < 1:
-    raise ValueError(f"num_layers and num_heads must be >= 1, got {num_layers}, {num_heads}")
+    raise ValueError(
+      f"num_layers and num_heads must be >= 1, got {num_layers}, {num_heads}"
+    )
   if not 0 <= k <= num_layers * num_heads:
     raise ValueError(f"k must be in [0, {num_layers * num_heads}], got {k}")
   idx = np.asarray(jax.random.permutation(key, num_layers * num_heads))[:k]
@@ -751,7 +831,8 @@ def jaccard_top_k(a: ArrayLike, b: ArrayLike, k: int) -> float:
   """
   if np.shape(a) != np.shape(b):
     raise ValueError(
-      f"a and b must have the same shape [L, H], got {np.shape(a)} and {np.shape(b)}"
+      f"a and b must have the same shape [L, H], got {np.shape(a)} and "
+      f"{np.shape(b)}"
     )
   ma, mb = top_heads(a, k), top_heads(b, k)
   union = (ma | mb).sum()

@@ -1,4 +1,5 @@
-"""A synthetic literal / non-literal retrieval task for small decoders [reconstruction].
+"""A synthetic literal / non-literal retrieval task for small decoders
+[reconstruction].
 
 Symbols: names N*, landmarks L*, cities C*, filler tokens f*. A fixed random
 bijection city_of: landmark -> city is the model's "parametric knowledge".
@@ -28,7 +29,8 @@ from jaxpapers.locos._scores import Trial
 
 
 def _eos(tok: ToyTokenizer) -> int:
-  """The '<eos>' id of a task's tokenizer (a ToyTask's vocabulary always has one)."""
+  """The '<eos>' id of a task's tokenizer (a ToyTask's vocabulary always has
+  one)."""
   if tok.eos_id is None:
     raise ValueError("the toy vocabulary needs '<eos>'")
   return tok.eos_id
@@ -53,18 +55,37 @@ class ToyTask:
   seed: int = 0
 
   def __post_init__(self):
-    for f in ("num_names", "num_landmarks", "num_fillers", "prompt_len", "max_needles"):
+    for f in (
+      "num_names",
+      "num_landmarks",
+      "num_fillers",
+      "prompt_len",
+      "max_needles",
+    ):
       v = getattr(self, f)
       if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise ValueError(f"ToyTask.{f} must be an int >= 1, got {v!r}")
     if self.prompt_len < 6 + 3 * self.max_needles:
-      raise ValueError(f"prompt_len={self.prompt_len} is too short for {self.max_needles} needles")
+      raise ValueError(
+        f"prompt_len={self.prompt_len} is too short for {self.max_needles} "
+        "needles"
+      )
     if self.max_needles > min(self.num_names, self.num_landmarks):
       raise ValueError("max_needles must be <= num_names and num_landmarks")
 
   @property
   def vocab(self) -> list[str]:
-    special = ["<pad>", "<bos>", "<eos>", "near", "in", "who", "visited", "?", "|"]
+    special = [
+      "<pad>",
+      "<bos>",
+      "<eos>",
+      "near",
+      "in",
+      "who",
+      "visited",
+      "?",
+      "|",
+    ]
     return (
       special
       + [f"f{i}" for i in range(self.num_fillers)]
@@ -79,10 +100,12 @@ class ToyTask:
     return self.prompt_len + 2
 
   def city_of(self) -> np.ndarray:
-    """The parametric knowledge: a random bijection landmark index -> city index.
+    """The parametric knowledge: a random bijection landmark index -> city
+    index.
 
     Returns:
-      int [num_landmarks], a permutation drawn from `seed` (the same on every call).
+      int [num_landmarks], a permutation drawn from `seed` (the same on every
+      call).
     """
     return np.random.default_rng(self.seed).permutation(self.num_landmarks)
 
@@ -96,18 +119,23 @@ class ToyTask:
 
 
 class ToyTokenizer:
-  """Whitespace tokenizer over the toy vocabulary (the `jaxpapers.lm` Tokenizer protocol).
+  """Whitespace tokenizer over the toy vocabulary (the `jaxpapers.lm` Tokenizer
+  protocol).
 
   Args:
-    vocab: the tokens in id order; '<bos>' and '<eos>' give `bos_id` / `eos_id` when
-      present, and id 0 is the padding id.
+    vocab: the tokens in id order; '<bos>' and '<eos>' give `bos_id` / `eos_id`
+      when present, and id 0 is the padding id.
   """
 
   def __init__(self, vocab: Sequence[str]):
     self.vocab = list(vocab)
     self._ids = {t: i for i, t in enumerate(self.vocab)}
     self.vocab_size = len(self.vocab)
-    self.bos_id, self.eos_id, self.pad_id = self._ids.get("<bos>"), self._ids.get("<eos>"), 0
+    self.bos_id, self.eos_id, self.pad_id = (
+      self._ids.get("<bos>"),
+      self._ids.get("<eos>"),
+      0,
+    )
 
   def encode(self, text: str, *, add_bos: bool = False) -> list[int]:
     """Ids of the whitespace-separated words of `text`.
@@ -120,13 +148,16 @@ class ToyTokenizer:
       One id per word (plus <bos> first when `add_bos`).
 
     Raises:
-      ValueError: a word is not in the vocabulary, or `add_bos` without a <bos> token.
+      ValueError: a word is not in the vocabulary, or `add_bos` without a <bos>
+        token.
     """
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
     unknown = [w for w in text.split() if w not in self._ids]
     if unknown:
-      raise ValueError(f"text has words outside the toy vocabulary: {unknown[:5]}")
+      raise ValueError(
+        f"text has words outside the toy vocabulary: {unknown[:5]}"
+      )
     ids = [self._ids[w] for w in text.split()]
     if not add_bos:
       return ids
@@ -135,7 +166,8 @@ class ToyTokenizer:
     return [self.bos_id, *ids]
 
   def decode(self, ids: Sequence[int]) -> str:
-    """Space-joined tokens; negative ids (padding) are skipped, ids >= vocab_size rejected.
+    """Space-joined tokens; negative ids (padding) are skipped, ids >=
+    vocab_size rejected.
 
     Args:
       ids: token ids (ints; -1 marks "no token").
@@ -145,7 +177,9 @@ class ToyTokenizer:
     """
     ids = [int(i) for i in ids]
     if any(i >= self.vocab_size for i in ids):
-      raise ValueError(f"ids must be < vocab_size={self.vocab_size}, got {max(ids)}")
+      raise ValueError(
+        f"ids must be < vocab_size={self.vocab_size}, got {max(ids)}"
+      )
     return " ".join(self.vocab[int(i)] for i in ids if int(i) >= 0)
 
   def token_to_id(self, token: str) -> int | None:
@@ -163,8 +197,8 @@ class ToyTokenizer:
     """Ids that end decoding.
 
     Args:
-      newline: accepted for the `jaxpapers.lm.Tokenizer` signature; the toy vocabulary has
-        no newline token, so it changes nothing.
+      newline: accepted for the `jaxpapers.lm.Tokenizer` signature; the toy
+        vocabulary has no newline token, so it changes nothing.
 
     Returns:
       (eos_id,), or () when the vocabulary has no '<eos>'.
@@ -197,7 +231,13 @@ def _episode(
   question = (
     [t("|"), t("who"), t("near"), t(f"L{lands[target]}"), t("?")]
     if kind == "literal"
-    else [t("|"), t("who"), t("visited"), t(f"C{city_of[lands[target]]}"), t("?")]
+    else [
+      t("|"),
+      t("who"),
+      t("visited"),
+      t(f"C{city_of[lands[target]]}"),
+      t("?"),
+    ]
   )
   hay_len = task.prompt_len - 1 - len(question)
   n_fill = hay_len - 3 * n
@@ -218,29 +258,40 @@ def _episode(
 
 
 def make_toy_trials(
-  task: ToyTask, rng: np.random.Generator, num: int, kind: str, num_needles: int | None = None
+  task: ToyTask,
+  rng: np.random.Generator,
+  num: int,
+  kind: str,
+  num_needles: int | None = None,
 ) -> list[Trial]:
-  """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall probes.
+  """`num` episodes of kind 'literal' / 'nonliteral', or 'parametric' recall
+  probes.
 
   Args:
     task: the task sizes.
     rng: numpy generator drawing the episodes.
     num: number of trials (>= 0).
-    kind: 'literal' (the question repeats the landmark), 'nonliteral' (it names the
-      landmark's city) or 'parametric' ("<bos> L in", answered by the city; no context).
-    num_needles: needles per episode in [1, task.max_needles]; None draws it per episode.
+    kind: 'literal' (the question repeats the landmark), 'nonliteral' (it names
+      the landmark's city) or 'parametric' ("<bos> L in", answered by the city;
+      no context).
+    num_needles: needles per episode in [1, task.max_needles]; None draws it per
+      episode.
 
   Returns:
-    `num` trials: episode prompts are exactly `task.prompt_len` tokens with the target
-    needle's 3 tokens as the needle span; parametric prompts are 3 tokens with span (1, 2).
+    `num` trials: episode prompts are exactly `task.prompt_len` tokens with the
+    target needle's 3 tokens as the needle span; parametric prompts are 3 tokens
+    with span (1, 2).
   """
   if kind not in ("literal", "nonliteral", "parametric"):
-    raise ValueError(f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}")
+    raise ValueError(
+      f"kind must be 'literal', 'nonliteral' or 'parametric', got {kind!r}"
+    )
   if isinstance(num, bool) or not isinstance(num, (int, np.integer)) or num < 0:
     raise ValueError(f"num must be an int >= 0, got {num!r}")
   if num_needles is not None and not 1 <= num_needles <= task.max_needles:
     raise ValueError(
-      f"num_needles must be in [1, max_needles={task.max_needles}], got {num_needles!r}"
+      f"num_needles must be in [1, max_needles={task.max_needles}], "
+      f"got {num_needles!r}"
     )
   city_of = task.city_of()
   tok = task.tokenizer()
@@ -273,17 +324,24 @@ def toy_batch(
     task: the task sizes.
     rng: numpy generator drawing the rows.
     batch_size: B (>= 1).
-    parametric_frac: probability that a row is a parametric "<bos> L in C <eos>" sequence.
+    parametric_frac: probability that a row is a parametric "<bos> L in C <eos>"
+      sequence.
     literal_frac: among episodes, the probability of a literal question.
 
   Returns:
-    (tokens, loss_mask): int32 [B, task.seq_len] (0-padded) and float32 [B, task.seq_len].
+    (tokens, loss_mask): int32 [B, task.seq_len] (0-padded) and float32
+    [B, task.seq_len].
   """
   if (
-    isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1
+    isinstance(batch_size, bool)
+    or not isinstance(batch_size, (int, np.integer))
+    or batch_size < 1
   ):
     raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-  for name, v in (("parametric_frac", parametric_frac), ("literal_frac", literal_frac)):
+  for name, v in (
+    ("parametric_frac", parametric_frac),
+    ("literal_frac", literal_frac),
+  ):
     if not 0.0 <= v <= 1.0:
       raise ValueError(f"{name} must be a fraction in [0, 1], got {v!r}")
   tok = task.tokenizer()
@@ -295,7 +353,10 @@ def toy_batch(
     r = rng.random()
     if r < parametric_frac:
       land = int(rng.integers(task.num_landmarks))
-      seq = [_id(tok, w) for w in ("<bos>", f"L{land}", "in", f"C{city_of[land]}", "<eos>")]
+      seq = [
+        _id(tok, w)
+        for w in ("<bos>", f"L{land}", "in", f"C{city_of[land]}", "<eos>")
+      ]
       tokens[b, : len(seq)] = seq
       mask[b, 2:4] = 1.0
     else:
@@ -317,14 +378,17 @@ def toy_model_config(
   ffn_dim: int,
   rope_base: float = 1000.0,
 ) -> lm.LMConfig:
-  """The decoder config of a toy model for ``task``: its vocabulary and end-of-sequence id.
+  """The decoder config of a toy model for ``task``: its vocabulary and
+  end-of-sequence id.
 
   Args:
     task: the synthetic task (its tokenizer sets the vocabulary and ``eos``).
-    d_model: the residual width (a multiple of ``n_heads``; head_dim = d_model / n_heads).
+    d_model: the residual width (a multiple of ``n_heads``; head_dim = d_model /
+      n_heads).
     n_layers: the decoder layers.
     n_heads: the query heads per layer.
-    n_kv_heads: the key/value heads per layer (grouped-query attention when fewer).
+    n_kv_heads: the key/value heads per layer (grouped-query attention when
+      fewer).
     ffn_dim: the MLP's hidden width.
     rope_base: the rotary embedding's base.
 
@@ -332,7 +396,9 @@ def toy_model_config(
     the ``lm.LMConfig``.
   """
   if d_model % n_heads:
-    raise ValueError(f"d_model ({d_model}) must be a multiple of n_heads ({n_heads})")
+    raise ValueError(
+      f"d_model ({d_model}) must be a multiple of n_heads ({n_heads})"
+    )
   return lm.LMConfig(
     vocab_size=len(task.vocab),
     d_model=d_model,
@@ -346,8 +412,11 @@ def toy_model_config(
   )
 
 
-def toy_lm_loss(model, tokens: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """Masked next-token cross-entropy and accuracy of a decoder on :func:`toy_batch` rows.
+def toy_lm_loss(
+  model, tokens: jax.Array, mask: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+  """Masked next-token cross-entropy and accuracy of a decoder on
+  :func:`toy_batch` rows.
 
   L = sum_{b, t} m[b, t] (-log p(tokens[b, t + 1] | tokens[b, :t + 1])) / sum_{b, t} m[b, t]
   over t < T - 1: ``mask[b, t] = 1`` where position t predicts a target token (the answer and
@@ -359,11 +428,15 @@ def toy_lm_loss(model, tokens: jax.Array, mask: jax.Array) -> tuple[jax.Array, j
     mask: [B, T] float weights of the positions whose next token is a target.
 
   Returns:
-    ``(loss, accuracy)``: float scalars, the mean negative log-likelihood and the fraction of
-    argmax predictions equal to the target, both over the masked positions.
+    ``(loss, accuracy)``: float scalars, the mean negative log-likelihood and
+    the fraction of argmax predictions equal to the target, both over the masked
+    positions.
   """
   if tokens.ndim != 2 or mask.shape != tokens.shape:
-    raise ValueError(f"tokens and mask must both be [B, T], got {tokens.shape} and {mask.shape}")
+    raise ValueError(
+      f"tokens and mask must both be [B, T], got {tokens.shape} and "
+      f"{mask.shape}"
+    )
   logits, _, _ = model(tokens)
   logp = jax.nn.log_softmax(logits[:, :-1])
   nll = -jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1)[..., 0]

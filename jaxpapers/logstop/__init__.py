@@ -45,7 +45,12 @@ from jaxpapers.logstop._logstop import (
 )
 from jaxpapers.logstop._reference import reference_scores
 from jaxpapers.logstop._windows import block_means, centred_means, sliding_means
-from jaxpapers.logstop.qmtp import QMTPSample, evaluate_qmtp, load_qmtp, parse_query
+from jaxpapers.logstop.qmtp import (
+  QMTPSample,
+  evaluate_qmtp,
+  load_qmtp,
+  parse_query,
+)
 
 __all__ = [
   "Always",

@@ -13,8 +13,8 @@
   (ignores the temporal structure).
 
 References:
-  arXiv:2510.06512 (LogSTOP) compares against temporal-logic baselines; the exact
-  forms here are our reconstruction.
+  arXiv:2510.06512 (LogSTOP) compares against temporal-logic baselines; the
+  exact forms here are our reconstruction.
 """
 
 from __future__ import annotations
@@ -31,7 +31,13 @@ from jaxpapers.logstop import _engine
 from jaxpapers.logstop import _formula as F
 from jaxpapers.logstop._logstop import _evaluate
 
-__all__ = ["boolean_ltlf", "robustness", "exact_probability", "mean_score", "build_reverse_dfa"]
+__all__ = [
+  "boolean_ltlf",
+  "robustness",
+  "exact_probability",
+  "mean_score",
+  "build_reverse_dfa",
+]
 
 
 def boolean_ltlf(
@@ -58,7 +64,9 @@ def boolean_ltlf(
   Returns:
     bool array of shape [...]: whether each trace satisfies `formula`.
   """
-  return _evaluate(formula, props, window, length, "bool", threshold, first_only=True)
+  return _evaluate(
+    formula, props, window, length, "bool", threshold, first_only=True
+  )
 
 
 def robustness(
@@ -85,11 +93,16 @@ def robustness(
   Returns:
     float32 array of shape [...] in [-inf, inf]: each trace's robustness.
   """
-  return _evaluate(formula, props, window, length, "robust", threshold, first_only=True)
+  return _evaluate(
+    formula, props, window, length, "robust", threshold, first_only=True
+  )
 
 
 def mean_score(
-  formula: str | F.Formula, props: Mapping[str, ArrayLike], *, length: ArrayLike | None = None
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
+  *,
+  length: ArrayLike | None = None,
 ) -> jax.Array:
   """Naive heuristic: mean_t prod_{a in atoms(phi)} p_a[t]; f32[...].
 
@@ -118,11 +131,12 @@ def mean_score(
   return out if ok is None else jnp.where(ok, out, jnp.nan)
 
 
-# ----------------------------------------------------------------- exact probability
+# ------------------------------------------------------------ exact probability
 
 
 def _temporal_entries(formula):
-  """State entries: ('next', phi) for X-operands, ('rec', node) for U/F/G nodes."""
+  """State entries: ('next', phi) for X-operands, ('rec', node) for U/F/G
+  nodes."""
   entries = []
   seen = set()
   stack = [formula]
@@ -145,13 +159,14 @@ def build_reverse_dfa(formula):
   """Deterministic automaton reading a trace backwards (from t = e to 0).
 
   The state after reading position t holds the truth values at t of every
-  X-operand, every U/F/G node and the root. Before reading (t = e + 1), X-operands,
-  U and F are False and G is True (its base case), so the automaton implements
-  the LTLf end-of-trace rules exactly.
+  X-operand, every U/F/G node and the root. Before reading (t = e + 1),
+  X-operands, U and F are False and G is True (its base case), so the automaton
+  implements the LTLf end-of-trace rules exactly.
 
   Returns:
-    (names, trans, accept, init): atom names (letter bit order), trans int[S, 2^k]
-    next-state indices, accept bool[S] (root true), init state index 0.
+    (names, trans, accept, init): atom names (letter bit order), trans
+    int[S, 2^k] next-state indices, accept bool[S] (root true), init state index
+    0.
   """
   formula = F.as_formula(formula)
   names = F.atoms(formula)
@@ -191,10 +206,13 @@ def build_reverse_dfa(formula):
 
     return tuple(bool(ev(node)) for _, node in entries)
 
-  init = tuple(kind == "rec" and isinstance(node, F.Always) for kind, node in entries)
+  init = tuple(
+    kind == "rec" and isinstance(node, F.Always) for kind, node in entries
+  )
   # Letter index: bit j of the index is atom names[j] (little-endian).
   letters = [
-    dict(zip(names, [(i >> j) & 1 == 1 for j in range(len(names))])) for i in range(2 ** len(names))
+    dict(zip(names, [(i >> j) & 1 == 1 for j in range(len(names))]))
+    for i in range(2 ** len(names))
   ]
   states = {init: 0}
   order = [init]
@@ -216,7 +234,10 @@ def build_reverse_dfa(formula):
 
 
 def exact_probability(
-  formula: str | F.Formula, props: Mapping[str, ArrayLike], *, length: ArrayLike | None = None
+  formula: str | F.Formula,
+  props: Mapping[str, ArrayLike],
+  *,
+  length: ArrayLike | None = None,
 ) -> jax.Array:
   """P(phi holds on the trace) under independent per-frame Bernoullis; f32[...].
 
@@ -233,12 +254,13 @@ def exact_probability(
 
   Args:
     formula: an LTL formula string (see `parse`) or a parsed `Formula`.
-    props: proposition name -> per-frame probabilities in [0, 1] of shape [..., T].
+    props: proposition name -> per-frame probabilities in [0, 1] of shape
+      [..., T].
     length: optional per-trace lengths, broadcastable to the batch shape [...].
 
   Returns:
-    float32 array of shape [...] in [0, 1]: the probability that each trace satisfies
-    `formula`.
+    float32 array of shape [...] in [0, 1]: the probability that each trace
+    satisfies `formula`.
   """
   formula = F.as_formula(formula)
   arrays, shape = _engine.prepare_props(formula, props)
@@ -247,10 +269,16 @@ def exact_probability(
   names, trans, accept, init = build_reverse_dfa(formula)
   if len(trans) * 2 ** len(names) > 2**22:
     raise ValueError(
-      f"formula {formula} needs {len(trans)} automaton states x {2 ** len(names)} "
-      f"letters; too large for the exact baseline"
+      f"formula {formula} needs {len(trans)} automaton states x "
+      f"{2 ** len(names)} letters; too large for the exact baseline"
     )
-  out = _exact_jit(arrays, length, names=names, trans=_Hashable(trans), accept=_Hashable(accept))
+  out = _exact_jit(
+    arrays,
+    length,
+    names=names,
+    trans=_Hashable(trans),
+    accept=_Hashable(accept),
+  )
   return out if ok is None else jnp.where(ok, out, jnp.nan)
 
 
@@ -288,7 +316,11 @@ def _exact_jit(arrays, length, *, names, trans, accept):
     letter_p = letter_p * jnp.where(bits[:, j] == 1, p, 1 - p)
   onehot = jnp.asarray(np.eye(S, dtype=np.float64)[trans], dtype)  # [S, K, S']
   dist0 = jnp.zeros(batch + (S,), dtype).at[..., 0].set(1.0)
-  valid = jnp.ones(shape, bool) if length is None else jnp.arange(T) < length[..., None]
+  valid = (
+    jnp.ones(shape, bool)
+    if length is None
+    else jnp.arange(T) < length[..., None]
+  )
   xs = (jnp.moveaxis(letter_p, -2, 0), jnp.moveaxis(valid, -1, 0))
 
   def body(dist, x):

@@ -1,7 +1,7 @@
 """Linear temporal logic formulas: an immutable AST and a parser.
 
-Formulas are frozen, hashable dataclasses, so a formula can be passed as a static
-argument to `jax.jit` and each `(formula, T, window)` compiles once.
+Formulas are frozen, hashable dataclasses, so a formula can be passed as a
+static argument to `jax.jit` and each `(formula, T, window)` compiles once.
 
 Grammar (a reconstruction; the LogSTOP reference accepts forms such as
 ``Always (a)`` and ``a Until b``, which this grammar includes), loosest first::
@@ -67,7 +67,11 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _needs_quotes(name: str) -> bool:
-  return not _IDENT_RE.fullmatch(name) or name.lower() in _WORD_KEYWORDS or name in _LETTER_KEYWORDS
+  return (
+    not _IDENT_RE.fullmatch(name)
+    or name.lower() in _WORD_KEYWORDS
+    or name in _LETTER_KEYWORDS
+  )
 
 
 class _Base:
@@ -84,14 +88,17 @@ class Atom(_Base):
   """An atomic proposition, scored by a local predictor p_name[t] in [0, 1].
 
   Attributes:
-    name: the proposition's name, a key of the `props` mapping (non-empty, no ``"``).
+    name: the proposition's name, a key of the `props` mapping (non-empty, no
+      ``"``).
   """
 
   name: str
 
   def __post_init__(self):
     if not isinstance(self.name, str) or not self.name:
-      raise ValueError(f"Atom name must be a non-empty string, got {self.name!r}")
+      raise ValueError(
+        f"Atom name must be a non-empty string, got {self.name!r}"
+      )
     if '"' in self.name:
       raise ValueError(f"Atom name must not contain '\"', got {self.name!r}")
 
@@ -116,8 +123,8 @@ def _check_children(node):
     v = getattr(node, f.name)
     if not isinstance(v, _FORMULA_TYPES):
       raise TypeError(
-        f"{type(node).__name__}.{f.name} must be a Formula node (use parse() for strings), "
-        f"got {type(v).__name__}"
+        f"{type(node).__name__}.{f.name} must be a Formula node (use parse() "
+        f"for strings), got {type(v).__name__}"
       )
 
 
@@ -191,7 +198,8 @@ class Next(_Op):
 
 @dataclasses.dataclass(frozen=True)
 class Until(_Op):
-  """Until ``left U right``: `right` holds at some position and `left` at every one before it.
+  """Until ``left U right``: `right` holds at some position and `left` at every
+  one before it.
 
   Attributes:
     left: the formula that holds until then.
@@ -224,8 +232,21 @@ class Eventually(_Op):
   arg: Formula
 
 
-Formula = Atom | Const | Not | And | Or | Implies | Next | Until | Always | Eventually
-_FORMULA_TYPES = (Atom, Const, Not, And, Or, Implies, Next, Until, Always, Eventually)
+Formula = (
+  Atom | Const | Not | And | Or | Implies | Next | Until | Always | Eventually
+)
+_FORMULA_TYPES = (
+  Atom,
+  Const,
+  Not,
+  And,
+  Or,
+  Implies,
+  Next,
+  Until,
+  Always,
+  Eventually,
+)
 
 _UNARY_SYMBOL = {Not: "!", Next: "X", Always: "G", Eventually: "F"}
 _BINARY_SYMBOL = {And: "&", Or: "|", Implies: "->", Until: "U"}
@@ -284,7 +305,7 @@ def size(formula: str | Formula) -> int:
   return 1 + sum(size(c) for c in children(f))
 
 
-# ----------------------------------------------------------------------------- lexer
+# ------------------------------------------------------------------------ lexer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,7 +353,9 @@ def _tokenize(text: str) -> list[_Token]:
       if c == '"':
         j = text.find('"', i + 1)
         if j < 0:
-          raise _error(text, i, "a closing '\"' for the quoted proposition", "end of input")
+          raise _error(
+            text, i, "a closing '\"' for the quoted proposition", "end of input"
+          )
         if j == i + 1:
           raise _error(text, i, "a non-empty quoted proposition name", "'\"\"'")
         tokens.append(_Token("NAME", text[i + 1 : j], i))
@@ -341,7 +364,10 @@ def _tokenize(text: str) -> list[_Token]:
       m = _IDENT_RE.match(text, i)
       if m is None:
         raise _error(
-          text, i, "a proposition, constant, operator or parenthesis", f"character {c!r}"
+          text,
+          i,
+          "a proposition, constant, operator or parenthesis",
+          f"character {c!r}",
         )
       word = m.group(0)
       if word in _LETTER_KEYWORDS:
@@ -355,7 +381,10 @@ def _tokenize(text: str) -> list[_Token]:
 
 
 _UNARY_KINDS = {"NOT": Not, "X": Next, "F": Eventually, "G": Always}
-_PRIMARY_EXPECTED = "a formula (a proposition, 'true', 'false', '(' or a unary operator !, X, F, G)"
+_PRIMARY_EXPECTED = (
+  "a formula (a proposition, 'true', 'false', '(' or a unary operator !, X, "
+  "F, G)"
+)
 
 
 class _Parser:
@@ -380,7 +409,10 @@ class _Parser:
     tok = self.peek()
     if tok.kind != "EOF":
       raise _error(
-        self.text, tok.pos, "a binary operator (->, |, &, U) or end of input", self.found(tok)
+        self.text,
+        tok.pos,
+        "a binary operator (->, |, &, U) or end of input",
+        self.found(tok),
       )
     return f
 
@@ -426,7 +458,10 @@ class _Parser:
       close = self.peek()
       if close.kind != "RPAREN":
         raise _error(
-          self.text, close.pos, f"')' to close the '(' at column {tok.pos + 1}", self.found(close)
+          self.text,
+          close.pos,
+          f"')' to close the '(' at column {tok.pos + 1}",
+          self.found(close),
         )
       self.advance()
       return f
@@ -486,5 +521,6 @@ def as_formula(formula: str | Formula) -> Formula:
   if isinstance(formula, _FORMULA_TYPES):
     return formula
   raise TypeError(
-    f"formula must be a str or a jaxpapers.logstop Formula, got {type(formula).__name__}"
+    "formula must be a str or a jaxpapers.logstop Formula, "
+    f"got {type(formula).__name__}"
   )

@@ -80,10 +80,13 @@ def _evaluate_many(
   check_range=True,
   first_only=False,
 ):
-  """Stacked values of several formulas in one compiled program: [F, ..., T] or [F, ...]."""
+  """Stacked values of several formulas in one compiled program: [F, ..., T] or
+  [F, ...]."""
   formulas = tuple(F.as_formula(f) for f in formulas)
   window = _engine.validate_window(window)
-  arrays, shape = _engine.prepare_props(formulas, props, check_range=check_range)
+  arrays, shape = _engine.prepare_props(
+    formulas, props, check_range=check_range
+  )
   length = _engine.prepare_length(length, shape)
   if clip_eps is not None:
     clip_eps = float(clip_eps)
@@ -92,11 +95,14 @@ def _evaluate_many(
   try:
     threshold = float(threshold)
   except TypeError:
-    raise TypeError(f"threshold must be a static Python number, got {threshold!r}") from None
+    raise TypeError(
+      f"threshold must be a static Python number, got {threshold!r}"
+    ) from None
   if not np.isfinite(threshold):
     raise ValueError(f"threshold must be a finite number, got {threshold!r}")
-  # The range check of traced scores is computed by the compiled program (in the loop of the
-  # sequential scan where it runs), then registered with the length check.
+  # The range check of traced scores is computed by the compiled program (in the
+  # loop of the sequential scan where it runs), then registered with the length
+  # check.
   out, in_range = _engine.evaluate_jit(
     arrays,
     length,
@@ -108,12 +114,17 @@ def _evaluate_many(
     first_only=first_only,
     check=_engine.traced_names(arrays, check_range=check_range),
   )
-  ok = _engine.traced_ok(arrays, length, shape, check_range=check_range, in_range=in_range)
-  return out if ok is None else _poison(out, ok if first_only else ok[..., None])
+  ok = _engine.traced_ok(
+    arrays, length, shape, check_range=check_range, in_range=in_range
+  )
+  return (
+    out if ok is None else _poison(out, ok if first_only else ok[..., None])
+  )
 
 
 def _poison(out, ok):
-  """NaN where ``ok`` is False for float results (bool results rely on checkify)."""
+  """NaN where ``ok`` is False for float results (bool results rely on
+  checkify)."""
   if jnp.issubdtype(out.dtype, jnp.floating):
     return jnp.where(ok, out, jnp.nan)
   return out
@@ -143,25 +154,28 @@ def scores(
       logs, which keeps gradients finite. None (default) gives exact values.
 
   Returns:
-    Log-scores in [-inf, 0], shape [..., T], float32 (float64 for float64
-    inputs with x64 enabled). exp of a score is a probability-like value in [0, 1].
+    Log-scores in [-inf, 0], shape [..., T], float32 (float64 for float64 inputs
+    with x64 enabled). exp of a score is a probability-like value in [0, 1].
 
   Raises:
     ValueError: for a missing proposition, scores outside [0, 1] or NaN (checked
       when the inputs are concrete), mismatched shapes, a bad window or length.
       Under `jax.jit` the scores of a trace with a value outside [0, 1] (or a
       traced length outside [0, T]) are NaN, never a plausible number; wrap the
-      jitted function with `jax.experimental.checkify.checkify` to get the error.
+      jitted function with `jax.experimental.checkify.checkify` to get the
+      error.
 
-  Validation under jit: the value checks are registered as checkify debug checks, so::
+  Validation under jit: the value checks are registered as checkify debug
+  checks, so::
 
     from jax.experimental import checkify
     f = checkify.checkify(jax.jit(lambda p: logstop.score("G a", {"a": p})))
     err, out = f(p)
     err.throw()  # ValueError-like JaxRuntimeError naming "[0, 1]" for bad scores
 
-  Eagerly, a JAX array is range-checked on its device (only a boolean is read back; the
-  array is copied to the host only to report the first bad entry), numpy input on the host.
+  Eagerly, a JAX array is range-checked on its device (only a boolean is read
+  back; the array is copied to the host only to report the first bad entry),
+  numpy input on the host.
 
   References:
     arXiv:2510.06512, Sec. 3 (LogSTOP).
@@ -179,13 +193,15 @@ def score(
 ) -> jax.Array:
   """LogSTOP log-score l_phi(0) of each whole trace; shape [...].
 
-  Works under `jax.jit` (the formula is static and each (formula, T, window) compiles once)
-  and `jax.vmap`. Only the chain of positions 0, w, 2w, ... is evaluated, on block means of
-  w frames, so a window w > 1 costs less than w = 1.
+  Works under `jax.jit` (the formula is static and each (formula, T, window)
+  compiles once) and `jax.vmap`. Only the chain of positions 0, w, 2w, ... is
+  evaluated, on block means of w frames, so a window w > 1 costs less than w =
+  1.
 
   Args:
     formula: an LTL formula string (see `parse`) or a parsed `Formula`.
-    props: proposition name -> local scores in [0, 1] of shape [..., T] (see `scores`).
+    props: proposition name -> local scores in [0, 1] of shape [..., T] (see
+      `scores`).
     window: the window w >= 1 (static).
     length: optional per-trace lengths, broadcastable to the batch shape [...].
     clip_eps: optional epsilon for finite gradients (see `scores`).
@@ -202,7 +218,9 @@ def score(
     >>> p = {"car": jnp.array([0.1, 0.9, 0.8]), "ped": jnp.array([0.0, 0.2, 0.9])}
     >>> float(jnp.exp(logstop.score("car U ped", p)))  # doctest: +SKIP
   """
-  return _evaluate(formula, props, window, length, "log", clip_eps=clip_eps, first_only=True)
+  return _evaluate(
+    formula, props, window, length, "log", clip_eps=clip_eps, first_only=True
+  )
 
 
 def score_many(
@@ -213,16 +231,17 @@ def score_many(
   length: ArrayLike | None = None,
   clip_eps: float | None = None,
 ) -> jax.Array:
-  """LogSTOP log-scores l_phi(0) of several formulas on a batch of traces; shape [F, ...].
+  """LogSTOP log-scores l_phi(0) of several formulas on a batch of traces; shape
+  [F, ...].
 
-  One compiled program scores every (formula, trace) pair: subformulas that occur in
-  several formulas (atoms above all) are computed once. Equal to stacking `score` per
-  formula.
+  One compiled program scores every (formula, trace) pair: subformulas that
+  occur in several formulas (atoms above all) are computed once. Equal to
+  stacking `score` per formula.
 
   Args:
     formulas: a non-empty sequence of F formula strings or parsed `Formula`s.
-    props: maps each proposition of any of the formulas to scores in [0, 1] of shape
-      [..., T] (see `scores`).
+    props: maps each proposition of any of the formulas to scores in [0, 1] of
+      shape [..., T] (see `scores`).
     window, length, clip_eps: as in `scores`.
 
   Returns:
@@ -230,8 +249,8 @@ def score_many(
 
   Raises:
     TypeError: `formulas` is a single string or formula, or not a sequence.
-    ValueError: as in `scores`; under `jax.jit` a trace with a score outside [0, 1] gets NaN
-      scores for every formula.
+    ValueError: as in `scores`; under `jax.jit` a trace with a score outside
+      [0, 1] gets NaN scores for every formula.
 
   Example:
     >>> import numpy as np
@@ -240,14 +259,20 @@ def score_many(
     >>> logstop.score_many(["a U b", "G(a -> F b)"], p).shape
     (2, 8)
   """
-  if isinstance(formulas, str | F.Formula) or not isinstance(formulas, Sequence):
+  if isinstance(formulas, str | F.Formula) or not isinstance(
+    formulas, Sequence
+  ):
     raise TypeError(
-      f"formulas must be a sequence of formula strings or Formulas (use score for one "
-      f"formula), got {type(formulas).__name__}"
+      "formulas must be a sequence of formula strings or Formulas (use score "
+      f"for one formula), got {type(formulas).__name__}"
     )
   if not formulas:
-    raise ValueError("formulas must contain at least one formula, got an empty sequence")
-  return _evaluate_many(formulas, props, window, length, "log", clip_eps=clip_eps, first_only=True)
+    raise ValueError(
+      "formulas must contain at least one formula, got an empty sequence"
+    )
+  return _evaluate_many(
+    formulas, props, window, length, "log", clip_eps=clip_eps, first_only=True
+  )
 
 
 def adaptive_threshold(
@@ -258,7 +283,8 @@ def adaptive_threshold(
   length: ArrayLike | None = None,
   dtype: DTypeLike = jnp.float32,
 ) -> jax.Array:
-  """Adaptive matching threshold tau_phi = min(l_phi(0) on all-0.5 scores, log 0.5).
+  """Adaptive matching threshold tau_phi = min(l_phi(0) on all-0.5 scores, log
+  0.5).
 
   Args:
     formula: formula string or `Formula`.
@@ -296,7 +322,8 @@ def match(
 
   Args:
     formula: formula string or `Formula`.
-    props: proposition name -> scores in [0, 1] of shape [..., T] (see `scores`).
+    props: proposition name -> scores in [0, 1] of shape [..., T] (see
+      `scores`).
     window: the window w.
     length: optional per-trace lengths, broadcastable to the batch shape [...].
 
@@ -309,7 +336,11 @@ def match(
   """
   s = score(formula, props, window=window, length=length)
   tau = adaptive_threshold(
-    formula, _trace_len(formula, props), window=window, length=length, dtype=s.dtype
+    formula,
+    _trace_len(formula, props),
+    window=window,
+    length=length,
+    dtype=s.dtype,
   )
   return s > tau
 
@@ -334,8 +365,8 @@ def segment_pairs(
     window: the window w (segment starts step by w from each i).
 
   Returns:
-    (ends int[E], mask bool[E, T]) where mask[j, s] marks the segment [s, ends[j]];
-    empty (E = 0) when T < min_len.
+    (ends int[E], mask bool[E, T]) where mask[j, s] marks the segment
+    [s, ends[j]]; empty (E = 0) when T < min_len.
   """
   window = _engine.validate_window(window)
   for name, v in (("T", T), ("min_len", min_len), ("max_len", max_len)):
@@ -382,10 +413,13 @@ def segment_max_score(
     f32[...] per trace; -inf when T < min_len. Under `jax.jit` a trace with a
     score outside [0, 1] gives NaN (checkify surfaces the error).
   """
-  algebra = {"logstop": "log", "boolean": "bool", "robustness": "robust"}.get(semantics)
+  algebra = {"logstop": "log", "boolean": "bool", "robustness": "robust"}.get(
+    semantics
+  )
   if algebra is None:
     raise ValueError(
-      f"semantics must be one of 'logstop', 'boolean', 'robustness', got {semantics!r}"
+      "semantics must be one of 'logstop', 'boolean', 'robustness', "
+      f"got {semantics!r}"
     )
   formula = F.as_formula(formula)
   window = _engine.validate_window(window)
@@ -399,7 +433,12 @@ def segment_max_score(
     out = jnp.full(shape[:-1], -jnp.inf, dtype)
   else:
     out = _segment_max_jit(
-      arrays, jnp.asarray(ends), jnp.asarray(mask), formula=formula, window=window, algebra=algebra
+      arrays,
+      jnp.asarray(ends),
+      jnp.asarray(mask),
+      formula=formula,
+      window=window,
+      algebra=algebra,
     )
   return out if ok is None else _poison(out, ok)
 
@@ -418,4 +457,6 @@ def _segment_max_impl(arrays, ends, mask, *, formula, window, algebra):
   return jnp.max(vals, axis=(0, vals.ndim - 1))
 
 
-_segment_max_jit = jax.jit(_segment_max_impl, static_argnames=("formula", "window", "algebra"))
+_segment_max_jit = jax.jit(
+  _segment_max_impl, static_argnames=("formula", "window", "algebra")
+)

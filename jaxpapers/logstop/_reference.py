@@ -25,7 +25,10 @@ def _log1mexp(x):
 
 
 def reference_scores(
-  formula: str | F.Formula, props: Mapping[str, Sequence[float]], *, window: int = 1
+  formula: str | F.Formula,
+  props: Mapping[str, Sequence[float]],
+  *,
+  window: int = 1,
 ) -> list[float]:
   """Suffix log-scores l_phi(t), t = 0..T-1, of ONE trace, in plain Python.
 
@@ -47,21 +50,36 @@ def reference_scores(
     raise ValueError(f"window must be an int >= 1, got {window!r}")
   missing = [n for n in names if n not in props]
   if missing:
-    raise ValueError(f"props is missing scores for proposition(s) {missing} of formula {f0}")
+    raise ValueError(
+      f"props is missing scores for proposition(s) {missing} of formula {f0}"
+    )
   if not names and not props:
-    raise ValueError("props must contain at least one trace to fix its length T")
+    raise ValueError(
+      "props must contain at least one trace to fix its length T"
+    )
   trace = {n: [float(v) for v in props[n]] for n in names}
-  lengths = {len(v) for v in trace.values()} or {len(next(iter(props.values())))}
+  lengths = {len(v) for v in trace.values()} or {
+    len(next(iter(props.values())))
+  }
   if len(lengths) != 1 or 0 in lengths:
-    raise ValueError(f"all traces must have one length T >= 1, got lengths {sorted(lengths)}")
+    raise ValueError(
+      f"all traces must have one length T >= 1, got lengths {sorted(lengths)}"
+    )
   for n, v in trace.items():
     if not all(0.0 <= x <= 1.0 for x in v):
-      raise ValueError(f"scores of proposition {n!r} must lie in [0, 1] (no NaN)")
-  T = len(next(iter(trace.values()))) if trace else len(next(iter(props.values())))
+      raise ValueError(
+        f"scores of proposition {n!r} must lie in [0, 1] (no NaN)"
+      )
+  T = (
+    len(next(iter(trace.values())))
+    if trace
+    else len(next(iter(props.values())))
+  )
   e = T - 1
   w = int(window)
   memo = {}
-  node_ids = {}  # formula hashing is O(|phi|); key the memo by a node index instead
+  # formula hashing is O(|phi|); key the memo by a node index instead
+  node_ids = {}
 
   def ls(f, t):
     if t > e:
@@ -84,7 +102,9 @@ def reference_scores(
     elif isinstance(f, F.Or):
       r = _log1mexp(_log1mexp(ls(f.left, t)) + _log1mexp(ls(f.right, t)))
     elif isinstance(f, F.Implies):
-      r = _log1mexp(_log1mexp(_log1mexp(ls(f.left, t))) + _log1mexp(ls(f.right, t)))
+      r = _log1mexp(
+        _log1mexp(_log1mexp(ls(f.left, t))) + _log1mexp(ls(f.right, t))
+      )
     elif isinstance(f, F.Next):
       r = ls(f.arg, t + w) if t + w <= e else _NEG_INF
     elif isinstance(f, (F.Until, F.Eventually)):

@@ -1,10 +1,10 @@
 """Maximal-margin embeddings for retrieval.
 
 The margin theory of "Is Dimensionality a Barrier for Retrieval Models?"
-(Bangachev, Bresler, Kogan, Polyanskiy; arXiv:2605.23556) made computable: the three
-margin notions of a retrieval problem, relevance matrices, constructions with
-certificates, the unrestricted optimum ``m^rd(inf, A)``, and free-embedding fitting
-with the sigmoid, InfoNCE and direct margin losses.
+(Bangachev, Bresler, Kogan, Polyanskiy; arXiv:2605.23556) made computable: the
+three margin notions of a retrieval problem, relevance matrices, constructions
+with certificates, the unrestricted optimum ``m^rd(inf, A)``, and free-embedding
+fitting with the sigmoid, InfoNCE and direct margin losses.
 """
 
 from jaxpapers.margins._constructions import (

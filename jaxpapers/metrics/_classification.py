@@ -1,8 +1,8 @@
 """Classification metrics.
 
-Bad input (policy in :mod:`jaxpapers.core.validation`): shapes and dtypes are checked at trace
-time; label values are checked on concrete data (``ValueError``) and, under ``jax.jit``, a bad
-label makes the result NaN.
+Bad input (policy in :mod:`jaxpapers.core.validation`): shapes and dtypes are
+checked at trace time; label values are checked on concrete data
+(``ValueError``) and, under ``jax.jit``, a bad label makes the result NaN.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from jaxpapers.core import validation as V
 
 
 def _predicted_labels(predictions, labels, num_classes: int | None = None):
-  """Checks the pair and returns ``(predicted labels, labels, C or None, ok flag)``."""
+  """Checks the pair and returns ``(predicted labels, labels, C or None, ok
+  flag)``."""
   labels = V.check_array(labels, "labels", dtype="intbool", nonempty=True)
   if labels.dtype == jnp.bool_:
     labels = labels.astype(jnp.int32)
@@ -27,34 +28,41 @@ def _predicted_labels(predictions, labels, num_classes: int | None = None):
       )
     if predictions.shape[:-1] != labels.shape:
       raise ValueError(
-        "predictions must be labels of shape labels.shape or logits of shape labels.shape + "
-        f"(num_classes,); got predictions {predictions.shape}, labels {labels.shape}"
+        "predictions must be labels of shape labels.shape or logits of shape "
+        f"labels.shape + (num_classes,); got predictions {predictions.shape}, "
+        f"labels {labels.shape}"
       )
     c = predictions.shape[-1]
     if num_classes is not None and c != num_classes:
       raise ValueError(
-        f"predictions has {c} classes on its last axis, but num_classes is {num_classes}"
+        f"predictions has {c} classes on its last axis, "
+        f"but num_classes is {num_classes}"
       )
     if c < 2:
       raise ValueError(
-        f"logits need at least 2 classes on the last axis, got shape {predictions.shape}; "
-        "for a binary classifier with one score per example, pass "
-        "(score > threshold).astype(int) as predictions"
+        "logits need at least 2 classes on the last axis, "
+        f"got shape {predictions.shape}; for a binary classifier with one "
+        "score per example, pass (score > threshold).astype(int) as "
+        "predictions"
       )
-    ok = V.check_values(~jnp.any(jnp.isnan(predictions)), "predictions must not contain NaN")
+    ok = V.check_values(
+      ~jnp.any(jnp.isnan(predictions)), "predictions must not contain NaN"
+    )
     return jnp.argmax(predictions, axis=-1), labels, c, ok
   if predictions.shape != labels.shape:
     raise ValueError(
       "predictions must be labels of shape labels.shape or logits of shape "
-      f"labels.shape + (num_classes,); got predictions {predictions.shape}, labels {labels.shape}"
+      f"labels.shape + (num_classes,); got predictions {predictions.shape}, "
+      f"labels {labels.shape}"
     )
   if predictions.dtype == jnp.bool_:
     predictions = predictions.astype(jnp.int32)
   if not jnp.issubdtype(predictions.dtype, jnp.integer):
     raise TypeError(
-      f"predictions with the shape of labels must be integer class labels, got "
-      f"{predictions.dtype}. Binary probabilities: pass (p > 0.5).astype(int); one-hot labels "
-      "with logits: pass labels.argmax(-1) as labels"
+      "predictions with the shape of labels must be integer class labels, "
+      f"got {predictions.dtype}. Binary probabilities: "
+      "pass (p > 0.5).astype(int); one-hot labels with logits: "
+      "pass labels.argmax(-1) as labels"
     )
   return predictions, labels, num_classes, True
 
@@ -62,25 +70,30 @@ def _predicted_labels(predictions, labels, num_classes: int | None = None):
 def _check_label_range(name, x, c):
   if c is None:
     return V.check_values(jnp.all(x >= 0), f"{name} must be class indices >= 0")
-  return V.check_values(jnp.all((x >= 0) & (x < c)), f"{name} must be class indices in [0, {c})")
+  return V.check_values(
+    jnp.all((x >= 0) & (x < c)), f"{name} must be class indices in [0, {c})"
+  )
 
 
 def accuracy(predictions: jax.Array, labels: jax.Array) -> jax.Array:
   """Fraction of correct predictions.
 
   Args:
-    predictions: integer (or bool) labels ``[...]`` (the shape of ``labels``) or float logits/scores
-      ``[..., C]`` with ``C >= 2`` (argmax taken; ties go to the lowest class).
-    labels: integer (or bool, read as 0/1) labels ``[...]``, non-empty, in ``[0, C)`` (``>= 0`` when predictions are
-      labels).
+    predictions: integer (or bool) labels ``[...]`` (the shape of ``labels``) or
+      float logits/scores ``[..., C]`` with ``C >= 2`` (argmax taken; ties go to
+      the lowest class).
+    labels: integer (or bool, read as 0/1) labels ``[...]``, non-empty, in ``[0,
+      C)`` (``>= 0`` when predictions are labels).
 
   Returns:
     A float32 scalar in [0, 1].
 
   Raises:
-    TypeError: float predictions of the shape of ``labels`` (binary probabilities: threshold
-      them) or non-integer labels (one-hot labels: take their argmax).
-    ValueError: mismatched shapes, empty labels; eagerly, labels out of range or NaN logits.
+    TypeError: float predictions of the shape of ``labels`` (binary
+      probabilities: threshold them) or non-integer labels (one-hot labels: take
+      their argmax).
+    ValueError: mismatched shapes, empty labels; eagerly, labels out of range or
+      NaN logits.
 
   Under jit: labels out of range or NaN logits give NaN.
   """
@@ -89,7 +102,9 @@ def accuracy(predictions: jax.Array, labels: jax.Array) -> jax.Array:
   return V.poison(jnp.mean((pred == labels).astype(jnp.float32)), ok)
 
 
-def balanced_accuracy(predictions: jax.Array, labels: jax.Array, num_classes: int) -> jax.Array:
+def balanced_accuracy(
+  predictions: jax.Array, labels: jax.Array, num_classes: int
+) -> jax.Array:
   """Mean per-class recall over the classes present in ``labels``.
 
   ``BA = (1/|C'|) Σ_{c ∈ C'} |{i: y_i = c, ŷ_i = c}| / |{i: y_i = c}|`` where
@@ -102,12 +117,12 @@ def balanced_accuracy(predictions: jax.Array, labels: jax.Array, num_classes: in
     num_classes: number of classes C (static; a Python or numpy int >= 1).
 
   Returns:
-    A float32 scalar in [0, 1]. Degenerate input: a single class present gives that class's
-    recall.
+    A float32 scalar in [0, 1]. Degenerate input: a single class present gives
+    that class's recall.
 
   Raises:
-    ValueError: eagerly, a label or predicted label outside ``[0, num_classes)`` (it would
-      otherwise be dropped from every class and inflate the score).
+    ValueError: eagerly, a label or predicted label outside ``[0, num_classes)``
+      (it would otherwise be dropped from every class and inflate the score).
 
   Under jit: out-of-range labels or predictions give NaN.
   """

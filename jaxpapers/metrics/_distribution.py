@@ -1,8 +1,8 @@
 """Distances between two feature sets: Fréchet distance and KID.
 
-Bad input (policy in :mod:`jaxpapers.core.validation`): shapes and static options are checked
-at trace time; non-finite features or moments raise ``ValueError`` on concrete data and give
-NaN under ``jax.jit``.
+Bad input (policy in :mod:`jaxpapers.core.validation`): shapes and static
+options are checked at trace time; non-finite features or moments raise
+``ValueError`` on concrete data and give NaN under ``jax.jit``.
 """
 
 from __future__ import annotations
@@ -26,18 +26,20 @@ def _check_features(a: ArrayLike, b: ArrayLike) -> tuple[jax.Array, jax.Array]:
   b = V.check_array(b, "feats_b", dtype="real")
   if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
     raise ValueError(
-      "feats_a and feats_b must have shapes [N, D] and [M, D] with the same D; got "
-      f"{a.shape} and {b.shape}"
+      "feats_a and feats_b must have shapes [N, D] and [M, "
+      f"D] with the same D; got {a.shape} and {b.shape}"
     )
   if a.shape[0] < 2 or b.shape[0] < 2:
     raise ValueError(
-      f"need at least 2 samples per set for a covariance; got {a.shape[0]}, {b.shape[0]}"
+      f"need at least 2 samples per set for a covariance; got {a.shape[0]}, "
+      f"{b.shape[0]}"
     )
   return a, b
 
 
 def _sqrt_psd(m: jax.Array) -> jax.Array:
-  """Symmetric square root of a PSD matrix by eigendecomposition (eigenvalues clipped at 0)."""
+  """Symmetric square root of a PSD matrix by eigendecomposition (eigenvalues
+  clipped at 0)."""
   w, v = jnp.linalg.eigh((m + m.T) / 2)
   return (v * jnp.sqrt(jnp.clip(w, 0.0))) @ v.T
 
@@ -45,7 +47,8 @@ def _sqrt_psd(m: jax.Array) -> jax.Array:
 def frechet_distance_from_moments(
   mu1: ArrayLike, sigma1: ArrayLike, mu2: ArrayLike, sigma2: ArrayLike
 ) -> jax.Array:
-  """Fréchet distance between Gaussians ``N(mu1, sigma1)`` and ``N(mu2, sigma2)``.
+  """Fréchet distance between Gaussians ``N(mu1, sigma1)`` and
+  ``N(mu2, sigma2)``.
 
   ``d² = ||μ1 − μ2||² + tr(Σ1) + tr(Σ2) − 2 tr((Σ1^{1/2} Σ2 Σ1^{1/2})^{1/2})``.
 
@@ -66,16 +69,23 @@ def frechet_distance_from_moments(
   """
   mu1, mu2, sigma1, sigma2 = (
     V.check_array(x, n, dtype="real")
-    for x, n in ((mu1, "mu1"), (mu2, "mu2"), (sigma1, "sigma1"), (sigma2, "sigma2"))
+    for x, n in (
+      (mu1, "mu1"),
+      (mu2, "mu2"),
+      (sigma1, "sigma1"),
+      (sigma2, "sigma2"),
+    )
   )
   if mu1.shape != mu2.shape or mu1.ndim != 1:
     raise ValueError(
-      f"mu1 and mu2 must be vectors of the same length; got {mu1.shape}, {mu2.shape}"
+      f"mu1 and mu2 must be vectors of the same length; got {mu1.shape}, "
+      f"{mu2.shape}"
     )
   d = mu1.shape[0]
   if sigma1.shape != (d, d) or sigma2.shape != (d, d):
     raise ValueError(
-      f"sigma1 and sigma2 must have shape {(d, d)}; got {sigma1.shape}, {sigma2.shape}"
+      f"sigma1 and sigma2 must have shape {(d, d)}; got {sigma1.shape}, "
+      f"{sigma2.shape}"
     )
   if d == 0:
     raise ValueError("mu1 and mu2 must have at least one dimension")
@@ -84,7 +94,14 @@ def frechet_distance_from_moments(
   cross = _sqrt_psd(s1_half @ sigma2 @ s1_half)
   diff = mu1 - mu2
   return V.poison(
-    jnp.maximum(diff @ diff + jnp.trace(sigma1) + jnp.trace(sigma2) - 2 * jnp.trace(cross), 0.0), ok
+    jnp.maximum(
+      diff @ diff
+      + jnp.trace(sigma1)
+      + jnp.trace(sigma2)
+      - 2 * jnp.trace(cross),
+      0.0,
+    ),
+    ok,
   )
 
 
@@ -109,7 +126,9 @@ def frechet_distance(feats_a: ArrayLike, feats_b: ArrayLike) -> jax.Array:
   )
 
 
-def _unbiased_mmd2(x: jax.Array, y: jax.Array, degree: int, coef0: float) -> jax.Array:
+def _unbiased_mmd2(
+  x: jax.Array, y: jax.Array, degree: int, coef0: float
+) -> jax.Array:
   d = x.shape[1]
   kern = lambda u, v: (u @ v.T / d + coef0) ** degree
   m, n = x.shape[0], y.shape[0]
@@ -129,7 +148,8 @@ def kernel_inception_distance(
   subset_size: int = 100,
   key: jax.Array | None = None,
 ) -> jax.Array:
-  """KID: the unbiased MMD² with the polynomial kernel ``k(x, y) = (xᵀy / D + coef0)^degree``.
+  """KID: the unbiased MMD² with the polynomial kernel ``k(x, y) = (xᵀy / D +
+  coef0)^degree``.
 
   With ``num_subsets == 0`` the estimate uses all samples; otherwise it is the
   mean over ``num_subsets`` random subsets of ``subset_size`` from each set

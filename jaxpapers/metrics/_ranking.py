@@ -8,11 +8,12 @@ index (lower index ranks first), deterministically. Queries with no relevant
 candidate score 0 in every metric (they have nothing to find).
 
 All functions are jit- and vmap-compatible; ``k`` is static (a Python or numpy
-int with ``1 <= k <= N``). A ``k`` larger than the candidate list is a trace-time
-``ValueError``, not a value: the two usual conventions disagree there (precision@k
-divides by ``k``, so a perfect ranking of 3 candidates scores 0.3 at ``k = 10``, while
-nDCG@k and recall@k silently become @N), and ``k > N`` is most often a sign of
-transposed ``[N, Q]`` arrays. Pass ``k = N`` to score the whole list.
+int with ``1 <= k <= N``). A ``k`` larger than the candidate list is a
+trace-time ``ValueError``, not a value: the two usual conventions disagree there
+(precision@k divides by ``k``, so a perfect ranking of 3 candidates scores 0.3
+at ``k = 10``, while nDCG@k and recall@k silently become @N), and ``k > N`` is
+most often a sign of transposed ``[N, Q]`` arrays. Pass ``k = N`` to score the
+whole list.
 
 Bad input (policy in :mod:`jaxpapers.core.validation`): shapes, dtypes and ``k``
 are checked at trace time (``num_candidates >= 1``); relevance must be
@@ -34,7 +35,9 @@ from jaxpapers.core import validation as V
 
 
 @overload
-def _check(scores: ArrayLike, relevance: ArrayLike, k: int) -> tuple[jax.Array, jax.Array, int]: ...
+def _check(
+  scores: ArrayLike, relevance: ArrayLike, k: int
+) -> tuple[jax.Array, jax.Array, int]: ...
 @overload
 def _check(
   scores: ArrayLike, relevance: ArrayLike, k: None = None
@@ -42,16 +45,20 @@ def _check(
 def _check(
   scores: ArrayLike, relevance: ArrayLike, k: int | None = None
 ) -> tuple[jax.Array, jax.Array, int | None]:
-  """Trace-time checks; returns ``(scores, relevance, k)`` with ``k`` a Python int or None."""
+  """Trace-time checks; returns ``(scores, relevance, k)`` with ``k`` a Python
+  int or None."""
   scores = V.check_array(scores, "scores", dtype="real")
   relevance = V.check_array(relevance, "relevance", dtype="real")
   if scores.ndim != 2 or scores.shape != relevance.shape:
     raise ValueError(
-      "scores and relevance must both have shape [num_queries, num_candidates]; got "
-      f"scores {scores.shape}, relevance {relevance.shape}"
+      "scores and relevance must both have shape [num_queries, "
+      f"num_candidates]; got scores {scores.shape}, "
+      f"relevance {relevance.shape}"
     )
   if scores.shape[1] == 0:
-    raise ValueError(f"scores must have at least one candidate, got shape {scores.shape}")
+    raise ValueError(
+      f"scores must have at least one candidate, got shape {scores.shape}"
+    )
   if k is not None:
     if isinstance(k, (bool,)) or not hasattr(k, "__index__"):
       raise ValueError(f"k must be a positive int, got {k!r}")
@@ -60,16 +67,18 @@ def _check(
       raise ValueError(f"k must be a positive int, got {k!r}")
     if k > scores.shape[1]:
       raise ValueError(
-        f"k={k} exceeds the number of candidates N={scores.shape[1]} (scores and relevance "
-        f"have shape [num_queries, num_candidates] = {tuple(scores.shape)}): an @k metric "
-        "needs 1 <= k <= N; pass k=N to score the whole list, and check that the arrays are "
-        "not transposed"
+        f"k={k} exceeds the number of candidates N={scores.shape[1]} (scores "
+        "and relevance have shape [num_queries, num_candidates] = "
+        f"{tuple(scores.shape)}): an @k metric needs 1 <= k <= N; "
+        "pass k=N to score the whole list, and check that the arrays are not "
+        "transposed"
       )
   return scores, relevance, k
 
 
 def _metric(core):
-  """Jits ``core(scores, relevance f32, k)`` together with the value checks' flags."""
+  """Jits ``core(scores, relevance f32, k)`` together with the value checks'
+  flags."""
 
   @functools.partial(jax.jit, static_argnames=("k",))
   def run(scores, relevance, k=None):
@@ -85,14 +94,17 @@ def _metric(core):
 
 
 def _finish(out, rel_ok, score_ok):
-  """Raises on concrete bad values; poisons ``out`` with NaN when they are traced."""
+  """Raises on concrete bad values; poisons ``out`` with NaN when they are
+  traced."""
   ok = V.check_values(
     rel_ok,
     "relevance must be finite and >= 0 (binary 0/1 or graded gains); "
     "got negative or non-finite entries (for labels in {-1, +1} pass "
     "relevance > 0)",
   )
-  ok = ok & V.check_values(score_ok, "scores must not contain NaN (a NaN would rank silently)")
+  ok = ok & V.check_values(
+    score_ok, "scores must not contain NaN (a NaN would rank silently)"
+  )
   return V.poison(out, ok)
 
 
@@ -113,7 +125,8 @@ def ndcg_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
   ``nDCG@k = DCG@k / IDCG@k`` with the ideal ordering in the denominator.
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
     relevance: [Q, N] real array of graded gains, finite and >= 0.
     k: static cutoff, an int in [1, N].
 
@@ -128,7 +141,9 @@ def ndcg_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
 def _ndcg(scores, relevance, k):
   ranked = _topk(_ranked_relevance(scores, relevance), k)
   ideal = _topk(-jnp.sort(-relevance, axis=-1), k)
-  discount = 1.0 / jnp.log2(jnp.arange(ranked.shape[1], dtype=jnp.float32) + 2.0)
+  discount = 1.0 / jnp.log2(
+    jnp.arange(ranked.shape[1], dtype=jnp.float32) + 2.0
+  )
   dcg = (ranked * discount).sum(-1)
   idcg = (ideal * discount).sum(-1)
   return jnp.where(idcg > 0, dcg / jnp.where(idcg > 0, idcg, 1.0), 0.0)
@@ -138,8 +153,10 @@ def hit_rate_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
   """HR@k: 1 if any relevant candidate is in the top ``k``, else 0.
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
-    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant
+      candidate.
     k: static cutoff, an int in [1, N].
 
   Returns:
@@ -156,11 +173,14 @@ def _hit_rate(scores, relevance, k):
 
 
 def recall_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
-  """Recall@k: relevant candidates in the top ``k`` over all relevant candidates.
+  """Recall@k: relevant candidates in the top ``k`` over all relevant
+  candidates.
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
-    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant
+      candidate.
     k: static cutoff, an int in [1, N].
 
   Returns:
@@ -178,12 +198,16 @@ def _recall(scores, relevance, k):
   return jnp.where(total > 0, hits / jnp.maximum(total, 1), 0.0)
 
 
-def precision_at_k(scores: ArrayLike, relevance: ArrayLike, k: int) -> jax.Array:
+def precision_at_k(
+  scores: ArrayLike, relevance: ArrayLike, k: int
+) -> jax.Array:
   """Precision@k: relevant candidates in the top ``k``, divided by ``k``.
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
-    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant
+      candidate.
     k: static cutoff, an int in [1, N].
 
   Returns:
@@ -203,8 +227,10 @@ def mrr(scores: ArrayLike, relevance: ArrayLike) -> jax.Array:
   """Reciprocal rank of the first relevant candidate (0 if none).
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
-    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant
+      candidate.
 
   Returns:
     [Q] float32 array in [0, 1].
@@ -222,11 +248,14 @@ def _mrr(scores, relevance, k):
 
 
 def average_precision(scores: ArrayLike, relevance: ArrayLike) -> jax.Array:
-  """Average precision: ``AP = (1/R) Σ_{i: rel_i} precision@i`` over the full ranking.
+  """Average precision: ``AP = (1/R) Σ_{i: rel_i} precision@i`` over the full
+  ranking.
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
-    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant
+      candidate.
 
   Returns:
     [Q] float32 array in [0, 1] (0 for a query without a relevant candidate).
@@ -242,15 +271,21 @@ def _average_precision(scores, relevance, k):
   ranks = jnp.arange(1, ranked.shape[1] + 1, dtype=jnp.float32)
   precision_at_i = jnp.cumsum(ranked, axis=-1) / ranks
   total = ranked.sum(-1)
-  return jnp.where(total > 0, (precision_at_i * ranked).sum(-1) / jnp.maximum(total, 1.0), 0.0)
+  return jnp.where(
+    total > 0, (precision_at_i * ranked).sum(-1) / jnp.maximum(total, 1.0), 0.0
+  )
 
 
-def mean_average_precision(scores: ArrayLike, relevance: ArrayLike) -> jax.Array:
+def mean_average_precision(
+  scores: ArrayLike, relevance: ArrayLike
+) -> jax.Array:
   """mAP: the mean of :func:`average_precision` over queries.
 
   Args:
-    scores: [Q, N] real array, higher ranks first; ties go to the lower index; no NaN.
-    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant candidate.
+    scores: [Q, N] real array, higher ranks first; ties go to the lower index;
+      no NaN.
+    relevance: [Q, N] real array, finite and >= 0; an entry > 0 marks a relevant
+      candidate.
 
   Returns:
     float32 scalar in [0, 1].

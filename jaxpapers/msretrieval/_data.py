@@ -1,15 +1,19 @@
-"""Host-side data: bundled molecules, Morgan fingerprints, simulated spectra, candidate pools,
-and a reader for the MassSpecGym file layout. Numpy only; never called inside jit.
+"""Host-side data: bundled molecules, Morgan fingerprints, simulated spectra,
+candidate pools, and a reader for the MassSpecGym file layout. Numpy only; never
+called inside jit.
 
-Molecules come from files that ship with the ``rdkit`` wheel (optional extra ``chem``,
-imported lazily): the first 5,000 NCI compounds, the WEHI PAINS test set and a ChEMBL series,
-deduplicated by the first InChIKey block (no shared skeleton between splits).
+Molecules come from files that ship with the ``rdkit`` wheel (optional extra
+``chem``, imported lazily): the first 5,000 NCI compounds, the WEHI PAINS test
+set and a ChEMBL series, deduplicated by the first InChIKey block (no shared
+skeleton between splits).
 
-**Simulated spectra are a proxy for MS/MS, not measurements** (a project choice: MassSpecGym
-is not available offline). Each spectrum holds the protonated precursor ``[M+H]+``, the
-``[M+H]+`` ions of both sides of every cleavable acyclic single bond between heavy atoms, two
-neutral losses (H2O, NH3), log-normal intensities, 20% peak dropout, 5-15 uniform noise peaks
-and ``N(0, 0.01 Da)`` m/z jitter; binned at ``max_mz / n_bins`` Da and max-normalised.
+**Simulated spectra are a proxy for MS/MS, not measurements** (a project choice:
+MassSpecGym is not available offline). Each spectrum holds the protonated
+precursor ``[M+H]+``, the ``[M+H]+`` ions of both sides of every cleavable
+acyclic single bond between heavy atoms, two neutral losses (H2O, NH3),
+log-normal intensities, 20% peak dropout, 5-15 uniform noise peaks and
+``N(0, 0.01 Da)`` m/z jitter; binned at ``max_mz / n_bins`` Da and
+max-normalised.
 """
 
 from __future__ import annotations
@@ -43,9 +47,12 @@ def _rdkit():
 
     DisableLog("rdApp.*")
     return Chem
-  except ImportError as e:  # pragma: no cover - exercised through a monkeypatched import
+  except (
+    ImportError
+  ) as e:  # pragma: no cover - exercised through a monkeypatched import
     raise ImportError(
-      "jaxpapers.msretrieval's molecule functions need RDKit: pip install 'jaxpapers[chem]'"
+      "jaxpapers.msretrieval's molecule functions need RDKit: "
+      "pip install 'jaxpapers[chem]'"
     ) from e
 
 
@@ -68,13 +75,18 @@ def _bundled_smiles() -> list[str]:
 
 
 def load_bundled_molecules(
-  max_n: int | None = None, *, min_heavy_atoms: int = 5, max_mass: float = 1000.0
+  max_n: int | None = None,
+  *,
+  min_heavy_atoms: int = 5,
+  max_mass: float = 1000.0,
 ) -> list[str]:
-  """Canonical SMILES of the molecules shipped with RDKit, unique by InChIKey block 1.
+  """Canonical SMILES of the molecules shipped with RDKit, unique by InChIKey
+  block 1.
 
-  The largest fragment of each record is kept (salts removed); molecules with fewer than
-  ``min_heavy_atoms`` heavy atoms or a monoisotopic mass above ``max_mass`` are dropped. The
-  order is the files' order, so ``max_n`` takes a deterministic prefix.
+  The largest fragment of each record is kept (salts removed); molecules with
+  fewer than ``min_heavy_atoms`` heavy atoms or a monoisotopic mass above
+  ``max_mass`` are dropped. The order is the files' order, so ``max_n`` takes a
+  deterministic prefix.
 
   Args:
     max_n: keep at most this many molecules (None: all, about 15k).
@@ -90,7 +102,9 @@ def load_bundled_molecules(
   if max_n is not None:
     max_n = V.check_int(max_n, "max_n", min_value=1)
   min_heavy_atoms = V.check_int(min_heavy_atoms, "min_heavy_atoms", min_value=1)
-  max_mass = V.check_float(max_mass, "max_mass", min_value=0.0, min_inclusive=False)
+  max_mass = V.check_float(
+    max_mass, "max_mass", min_value=0.0, min_inclusive=False
+  )
   Chem = _rdkit()
   from rdkit.Chem.rdMolDescriptors import CalcExactMolWt as ExactMolWt
 
@@ -118,7 +132,10 @@ def load_bundled_molecules(
 
 def _mols(smiles: Sequence[str], name: str = "smiles"):
   if isinstance(smiles, str) or not isinstance(smiles, Sequence):
-    raise TypeError(f"{name} must be a sequence of SMILES strings, got {type(smiles).__name__}")
+    raise TypeError(
+      f"{name} must be a sequence of SMILES strings, "
+      f"got {type(smiles).__name__}"
+    )
   Chem = _rdkit()
   mols = []
   for i, s in enumerate(smiles):
@@ -132,7 +149,8 @@ def _mols(smiles: Sequence[str], name: str = "smiles"):
 def morgan_fingerprints(
   smiles: Sequence[str], *, n_bits: int = 2048, radius: int = 2
 ) -> np.ndarray:
-  """Folded Morgan (ECFP-like) bit fingerprints, as MassSpecGym's ``MolFingerprinter``.
+  """Folded Morgan (ECFP-like) bit fingerprints, as MassSpecGym's
+  ``MolFingerprinter``.
 
   Args:
     smiles: ``N`` SMILES strings.
@@ -169,13 +187,17 @@ def monoisotopic_masses(smiles: Sequence[str]) -> np.ndarray:
 
 
 def _fragment_masses(mol) -> list[float]:
-  """Neutral masses of both sides of every acyclic single bond between heavy atoms."""
+  """Neutral masses of both sides of every acyclic single bond between heavy
+  atoms."""
   from rdkit.Chem import rdchem
 
   pt = rdchem.GetPeriodicTable()
   h = pt.GetMostCommonIsotopeMass("H")
   atom_m = np.array(
-    [pt.GetMostCommonIsotopeMass(a.GetSymbol()) + a.GetTotalNumHs() * h for a in mol.GetAtoms()]
+    [
+      pt.GetMostCommonIsotopeMass(a.GetSymbol()) + a.GetTotalNumHs() * h
+      for a in mol.GetAtoms()
+    ]
   )
   total = float(atom_m.sum())
   n = mol.GetNumAtoms()
@@ -212,9 +234,11 @@ def simulate_spectra(
   noise_peaks: tuple[int, int] = (5, 15),
   mz_jitter: float = 0.01,
 ) -> np.ndarray:
-  """Simulated, binned fragmentation spectra (a labelled proxy for MS/MS; see the module doc).
+  """Simulated, binned fragmentation spectra (a labelled proxy for MS/MS; see
+  the module doc).
 
-  Deterministic given ``seed`` and the molecule's position ``i`` (``default_rng([seed, i])``).
+  Deterministic given ``seed`` and the molecule's position ``i``
+  (``default_rng([seed, i])``).
 
   Args:
     smiles: ``N`` SMILES strings.
@@ -231,11 +255,15 @@ def simulate_spectra(
   seed = V.check_int(seed, "seed", min_value=0)
   n_bins = V.check_int(n_bins, "n_bins", min_value=1)
   max_mz = V.check_float(max_mz, "max_mz", min_value=0.0, min_inclusive=False)
-  dropout = V.check_float(dropout, "dropout", min_value=0.0, max_value=1.0, max_inclusive=False)
+  dropout = V.check_float(
+    dropout, "dropout", min_value=0.0, max_value=1.0, max_inclusive=False
+  )
   mz_jitter = V.check_float(mz_jitter, "mz_jitter", min_value=0.0)
   lo, hi = (V.check_int(v, "noise_peaks", min_value=0) for v in noise_peaks)
   if hi < lo:
-    raise ValueError(f"noise_peaks must be (lo, hi) with lo <= hi, got {noise_peaks}")
+    raise ValueError(
+      f"noise_peaks must be (lo, hi) with lo <= hi, got {noise_peaks}"
+    )
   from rdkit.Chem.rdMolDescriptors import CalcExactMolWt as ExactMolWt
 
   mols = _mols(smiles)
@@ -245,11 +273,14 @@ def simulate_spectra(
     rng = np.random.default_rng([seed, i])
     prec = ExactMolWt(m) + PROTON
     ions = np.asarray(_fragment_masses(m), float) + PROTON
-    frags = np.concatenate([ions, [prec - 18.010565, prec - 17.026549]])  # + H2O / NH3 losses
+    # + H2O / NH3 losses
+    frags = np.concatenate([ions, [prec - 18.010565, prec - 17.026549]])
     frags = frags[frags > 20.0]
     keep = rng.random(frags.shape) >= dropout
     mz = np.concatenate([[prec], frags[keep]])
-    inten = np.concatenate([[rng.lognormal(0.0, 0.5)], rng.lognormal(0.0, 1.0, keep.sum())])
+    inten = np.concatenate(
+      [[rng.lognormal(0.0, 0.5)], rng.lognormal(0.0, 1.0, keep.sum())]
+    )
     k = rng.integers(lo, hi + 1)
     mz = np.concatenate([mz, rng.uniform(20.0, prec, k)])
     inten = np.concatenate([inten, 0.1 * rng.lognormal(0.0, 1.0, k)])
@@ -270,9 +301,11 @@ def bin_spectra(
   n_bins: int = 10050,
   max_mz: float = 1005.0,
 ) -> np.ndarray:
-  """Bins peak lists into ``[N, n_bins]`` relative intensities (MassSpecGym's ``SpecBinner``).
+  """Bins peak lists into ``[N, n_bins]`` relative intensities (MassSpecGym's
+  ``SpecBinner``).
 
-  Intensities falling in one bin are summed; each spectrum is divided by its maximum.
+  Intensities falling in one bin are summed; each spectrum is divided by its
+  maximum.
 
   Args:
     mzs: ``N`` sequences of m/z values.
@@ -287,13 +320,16 @@ def bin_spectra(
   max_mz = V.check_float(max_mz, "max_mz", min_value=0.0, min_inclusive=False)
   if len(mzs) != len(intensities):
     raise ValueError(
-      f"mzs and intensities must have the same length, got {len(mzs)} and {len(intensities)}"
+      "mzs and intensities must have the same length, "
+      f"got {len(mzs)} and {len(intensities)}"
     )
   out = np.zeros((len(mzs), n_bins), np.float32)
   for i, (m, s) in enumerate(zip(mzs, intensities)):
     m, s = np.asarray(m, float), np.asarray(s, float)
     if m.shape != s.shape:
-      raise ValueError(f"spectrum {i}: {m.size} m/z values but {s.size} intensities")
+      raise ValueError(
+        f"spectrum {i}: {m.size} m/z values but {s.size} intensities"
+      )
     if np.any(s < 0) or not np.all(np.isfinite(s)):
       raise ValueError(f"spectrum {i}: intensities must be finite and >= 0")
     idx = np.floor(m / (max_mz / n_bins)).astype(int)
@@ -327,25 +363,31 @@ def _tanimoto_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   a32, b32 = a.astype(np.float32), b.astype(np.float32)
   inter = a32 @ b32.T
   union = a32.sum(1)[:, None] + b32.sum(1)[None, :] - inter
-  return np.where(union > 0, inter / np.maximum(union, 1), 0.0).astype(np.float32)
+  return np.where(union > 0, inter / np.maximum(union, 1), 0.0).astype(
+    np.float32
+  )
 
 
-def _first_unique(order: np.ndarray, group: np.ndarray, size: int) -> np.ndarray:
-  """The first ``size`` entries of ``order`` whose ``group`` has not been taken before."""
+def _first_unique(
+  order: np.ndarray, group: np.ndarray, size: int
+) -> np.ndarray:
+  """The first ``size`` entries of ``order`` whose ``group`` has not been taken
+  before."""
   _, first = np.unique(group[order], return_index=True)
   keep = np.sort(first)[:size]
   return order[keep]
 
 
 def _unique_pools(fps, masses, queries, *, mode, size, rng, block):
-  """``[Q, size]`` pools of distinct fingerprints in each mode's order of preference."""
+  """``[Q, size]`` pools of distinct fingerprints in each mode's order of
+  preference."""
   n = fps.shape[0]
   _, group = np.unique(fps, axis=0, return_inverse=True)
   group = group.reshape(-1)
   if group.max() + 1 < size:
     raise ValueError(
-      f"size must be at most the number of distinct fingerprints in fps ({group.max() + 1}) "
-      f"with unique_fingerprints=True, got {size}"
+      "size must be at most the number of distinct fingerprints in fps "
+      f"({group.max() + 1}) with unique_fingerprints=True, got {size}"
     )
   index = np.zeros((len(queries), size), np.int64)
   if mode == "hard":
@@ -379,20 +421,23 @@ def build_candidates(
   block: int = 256,
   unique_fingerprints: bool = False,
 ) -> CandidateSet:
-  """One candidate pool of ``size`` library molecules per query, the query's molecule included.
+  """One candidate pool of ``size`` library molecules per query, the query's
+  molecule included.
 
-  ``'mass'``: the ``size`` molecules nearest in monoisotopic mass (MassSpecGym's "mass"
-  setting, with a fixed count instead of a ppm window); ``'hard'``: the ``size`` nearest by
-  Tanimoto (a high σ_max); ``'random'``: ``size - 1`` uniform draws. Each pool is shuffled so
-  the true molecule's slot carries no information.
+  ``'mass'``: the ``size`` molecules nearest in monoisotopic mass (MassSpecGym's
+  "mass" setting, with a fixed count instead of a ppm window); ``'hard'``: the
+  ``size`` nearest by Tanimoto (a high σ_max); ``'random'``: ``size - 1``
+  uniform draws. Each pool is shuffled so the true molecule's slot carries no
+  information.
 
-  With ``unique_fingerprints=True`` the pool is deduplicated by structure as a fingerprint sees
-  it: candidates are taken in the same order of preference (nearest mass, nearest Tanimoto,
-  random order), the query's molecule first, and a molecule whose fingerprint equals one already
-  in the pool is skipped. No two candidates then tie under any fingerprint similarity, so HR@k
-  measures retrieval rather than the luck of tie-breaking. (Distinct InChIKeys can share a
-  folded fingerprint; the bundled library is already unique by InChIKey block 1.) The default
-  (False) keeps the pools of earlier versions unchanged.
+  With ``unique_fingerprints=True`` the pool is deduplicated by structure as a
+  fingerprint sees it: candidates are taken in the same order of preference
+  (nearest mass, nearest Tanimoto, random order), the query's molecule first,
+  and a molecule whose fingerprint equals one already in the pool is skipped. No
+  two candidates then tie under any fingerprint similarity, so HR@k measures
+  retrieval rather than the luck of tie-breaking. (Distinct InChIKeys can share
+  a folded fingerprint; the bundled library is already unique by InChIKey block
+  1.) The default (False) keeps the pools of earlier versions unchanged.
 
   Args:
     fps: ``[N, F]`` binary library fingerprints.
@@ -402,43 +447,53 @@ def build_candidates(
     size: candidates per pool, ``2 <= size <= N``.
     seed: numpy seed (random draws and shuffles).
     block: queries per block of the Tanimoto computation.
-    unique_fingerprints: skip candidates whose fingerprint is already in the pool (above).
+    unique_fingerprints: skip candidates whose fingerprint is already in the
+      pool (above).
 
   Returns:
     A :class:`CandidateSet`.
 
   Raises:
-    ValueError: naming the argument; with ``unique_fingerprints`` also when the library holds
-      fewer than ``size`` distinct fingerprints.
+    ValueError: naming the argument; with ``unique_fingerprints`` also when the
+      library holds fewer than ``size`` distinct fingerprints.
   """
   if mode not in _MODES:
     raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
   fps = np.asarray(fps)
   if fps.ndim != 2 or not np.isin(fps, (0, 1)).all():
-    raise ValueError(f"fps must be a binary [N, F] array, got shape {fps.shape}")
+    raise ValueError(
+      f"fps must be a binary [N, F] array, got shape {fps.shape}"
+    )
   n = fps.shape[0]
   masses = np.asarray(masses, np.float64)
   if masses.shape != (n,):
     raise ValueError(f"masses must have shape [N] = ({n},), got {masses.shape}")
   queries = np.asarray(queries)
   if queries.ndim != 1 or not np.issubdtype(queries.dtype, np.integer):
-    raise ValueError(f"queries must be a 1-D int array of library indices, got {queries.dtype}")
+    raise ValueError(
+      f"queries must be a 1-D int array of library indices, got {queries.dtype}"
+    )
   if queries.size and (queries.min() < 0 or queries.max() >= n):
     raise ValueError(f"queries must index the library: 0 <= q < {n}")
   size = V.check_int(size, "size", min_value=2, max_value=n)
   seed = V.check_int(seed, "seed", min_value=0)
   if not isinstance(unique_fingerprints, bool):
-    raise TypeError(f"unique_fingerprints must be True or False, got {unique_fingerprints!r}")
+    raise TypeError(
+      f"unique_fingerprints must be True or False, got {unique_fingerprints!r}"
+    )
   rng = np.random.default_rng(seed)
   q = len(queries)
   index = np.zeros((q, size), np.int64)
   if unique_fingerprints:
-    index = _unique_pools(fps, masses, queries, mode=mode, size=size, rng=rng, block=block)
+    index = _unique_pools(
+      fps, masses, queries, mode=mode, size=size, rng=rng, block=block
+    )
   elif mode == "mass":
     order = np.argsort(masses, kind="stable")
     pos = np.empty(n, np.int64)
     pos[order] = np.arange(n)
-    for r, qi in enumerate(queries):  # a window around the query's rank, then the nearest
+    # a window around the query's rank, then the nearest
+    for r, qi in enumerate(queries):
       p = pos[qi]
       win = order[max(0, p - size) : p + size + 1]
       d = np.abs(masses[win] - masses[qi]) + (win != qi) * 1e-12
@@ -471,35 +526,44 @@ def _parse_floats(text: str, what: str, where: str) -> list[float]:
   try:
     return [float(v) for v in text.split(",") if v.strip()]
   except ValueError:
-    raise ValueError(f"{where}: column {what!r} must be comma-separated numbers") from None
+    raise ValueError(
+      f"{where}: column {what!r} must be comma-separated numbers"
+    ) from None
 
 
-def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.tsv") -> dict:
-  """Reads MassSpecGym spectra from ``<data_dir>/<file>`` (the TSV layout, or MGF by suffix).
+def read_massspecgym(
+  data_dir: str | os.PathLike, *, file: str = ("MassSpecGym.tsv")
+) -> dict:
+  """Reads MassSpecGym spectra from ``<data_dir>/<file>`` (the TSV layout, or
+  MGF by suffix).
 
-  TSV: a header with at least ``identifier, mzs, intensities, fold, smiles`` (``mzs`` and
-  ``intensities`` comma-separated); extra columns (``precursor_mz``, ``inchikey``, ...) are
-  kept as strings. MGF: ``BEGIN IONS`` / ``KEY=value`` lines / ``mz intensity`` lines /
-  ``END IONS``, with keys ``IDENTIFIER``, ``SMILES``, ``FOLD`` (case-insensitive).
+  TSV: a header with at least ``identifier, mzs, intensities, fold, smiles``
+  (``mzs`` and ``intensities`` comma-separated); extra columns
+  (``precursor_mz``, ``inchikey``, ...) are kept as strings. MGF: ``BEGIN IONS``
+  / ``KEY=value`` lines / ``mz intensity`` lines / ``END IONS``, with keys
+  ``IDENTIFIER``, ``SMILES``, ``FOLD`` (case-insensitive).
 
   Args:
     data_dir: the folder holding the file.
-    file: the file name (``.tsv`` or ``.mgf``), a relative path inside ``data_dir``
-      (``..``, absolute paths and symlinks leading outside raise ``ValueError``).
+    file: the file name (``.tsv`` or ``.mgf``), a relative path inside
+      ``data_dir`` (``..``, absolute paths and symlinks leading outside raise
+      ``ValueError``).
 
   Returns:
-    ``{'identifier', 'smiles', 'fold': list[str], 'mzs', 'intensities': list[np.ndarray],
-    plus any other column: list[str]}``.
+    ``{'identifier', 'smiles', 'fold': list[str], 'mzs', 'intensities':
+    list[np.ndarray], plus any other column: list[str]}``.
 
   Raises:
-    FileNotFoundError: naming the path. ValueError: naming the file and the bad record.
+    FileNotFoundError: naming the path. ValueError: naming the file and the bad
+      record.
   """
   V.check_path(data_dir, "data_dir")
-  path = resolve_inside(data_dir, file, name="file")  # no '..', absolute or linked-out file
+  # no '..', absolute or linked-out file
+  path = resolve_inside(data_dir, file, name="file")
   if not path.exists():
     raise FileNotFoundError(
-      f"{path} not found: download MassSpecGym (Hugging Face roman-bushuiev/MassSpecGym) "
-      f"into data_dir"
+      f"{path} not found: download MassSpecGym (Hugging Face "
+      "roman-bushuiev/MassSpecGym) into data_dir"
     )
   need = ("identifier", "mzs", "intensities", "fold", "smiles")
   out: dict = {}
@@ -527,7 +591,9 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
         try:
           mz, it = float(parts[0]), float(parts[1])
         except (ValueError, IndexError):
-          raise ValueError(f"{path}:{ln}: expected 'mz intensity', got {line!r}") from None
+          raise ValueError(
+            f"{path}:{ln}: expected 'mz intensity', got {line!r}"
+          ) from None
         cur["mzs"].append(mz)
         cur["intensities"].append(it)
     if cur is not None:
@@ -545,15 +611,21 @@ def read_massspecgym(data_dir: str | os.PathLike, *, file: str = "MassSpecGym.ts
       fieldnames = reader.fieldnames or []
       miss = [k for k in need if k not in fieldnames]
       if miss:
-        raise ValueError(f"{path}: missing column(s) {miss}; found {reader.fieldnames}")
+        raise ValueError(
+          f"{path}: missing column(s) {miss}; found {reader.fieldnames}"
+        )
       rows = list(reader)
     for k in fieldnames:
       out[k] = [r[k] for r in rows]
     for k in ("mzs", "intensities"):
-      out[k] = [_parse_floats(v, k, f"{path} row {i + 2}") for i, v in enumerate(out[k])]
+      out[k] = [
+        _parse_floats(v, k, f"{path} row {i + 2}") for i, v in enumerate(out[k])
+      ]
   for i, (m, s) in enumerate(zip(out["mzs"], out["intensities"])):
     if len(m) != len(s):
-      raise ValueError(f"{path}: record {i} has {len(m)} m/z values but {len(s)} intensities")
+      raise ValueError(
+        f"{path}: record {i} has {len(m)} m/z values but {len(s)} intensities"
+      )
   out["mzs"] = [np.asarray(m, np.float64) for m in out["mzs"]]
   out["intensities"] = [np.asarray(s, np.float64) for s in out["intensities"]]
   return out
@@ -581,7 +653,10 @@ def read_candidates(path: str | os.PathLike) -> dict[str, list[str]]:
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}: not valid JSON ({e})") from None
   if not isinstance(obj, dict) or not all(
-    isinstance(v, list) and all(isinstance(c, str) for c in v) for v in obj.values()
+    isinstance(v, list) and all(isinstance(c, str) for c in v)
+    for v in obj.values()
   ):
-    raise ValueError(f"{path}: expected a mapping query SMILES -> list of candidate SMILES")
+    raise ValueError(
+      f"{path}: expected a mapping query SMILES -> list of candidate SMILES"
+    )
   return obj

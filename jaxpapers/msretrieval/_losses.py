@@ -1,17 +1,20 @@
-"""Fingerprint losses and retrieval-aware contrastive losses, as the reference code defines them.
+"""Fingerprint losses and retrieval-aware contrastive losses, as the reference
+code defines them.
 
-Reference: gdewael/ms-mole ``ms_mole/loss.py``. Every loss returns a scalar averaged over the
-batch. Fingerprint losses take logits ``z [B, F]`` and binary targets ``y [B, F]`` and act on
-``p = sigmoid(z)`` where the reference does (cosine, IoU). Contrastive losses take candidate
-scores ``s [B, C]`` (e.g. ``cos(p, y_c)``), ``labels [B, C]`` (True for the candidates equal
-to the true molecule) and ``cand_mask [B, C]`` (False for padding).
+Reference: gdewael/ms-mole ``ms_mole/loss.py``. Every loss returns a scalar
+averaged over the batch. Fingerprint losses take logits ``z [B, F]`` and binary
+targets ``y [B, F]`` and act on ``p = sigmoid(z)`` where the reference does
+(cosine, IoU). Contrastive losses take candidate scores ``s [B, C]`` (e.g.
+``cos(p, y_c)``), ``labels [B, C]`` (True for the candidates equal to the true
+molecule) and ``cand_mask [B, C]`` (False for padding).
 
-Degenerate input (documented, tested): a query with no positive candidate is left out of the
-contrastive mean (the reference code would fail on it); a pairwise query with no negative
-contributes nothing; if no query is usable the contrastive loss is 0.
+Degenerate input (documented, tested): a query with no positive candidate is
+left out of the contrastive mean (the reference code would fail on it); a
+pairwise query with no negative contributes nothing; if no query is usable the
+contrastive loss is 0.
 
-Bad input: shapes, dtypes and static values at trace time; non-binary targets eagerly
-(``ValueError``), and under jit they make the loss NaN.
+Bad input: shapes, dtypes and static values at trace time; non-binary targets
+eagerly (``ValueError``), and under jit they make the loss NaN.
 """
 
 from __future__ import annotations
@@ -31,12 +34,15 @@ def _check_fp(logits, fp):
   logits = V.check_array(logits, "logits", ndim=2, dtype="float")
   fp = V.check_array(fp, "fp", shape=logits.shape, dtype="real")
   if logits.shape[1] == 0:
-    raise ValueError(f"logits must have at least one bit, got shape {logits.shape}")
+    raise ValueError(
+      f"logits must have at least one bit, got shape {logits.shape}"
+    )
   return logits, fp
 
 
 def _fp_loss(impl):
-  """Jits ``impl(logits, fp float, **static) -> scalar`` together with the binary check."""
+  """Jits ``impl(logits, fp float, **static) -> scalar`` together with the
+  binary check."""
 
   @functools.partial(jax.jit, static_argnames=("gamma",))
   def run(logits, fp, **static):
@@ -46,7 +52,9 @@ def _fp_loss(impl):
   def call(logits, fp, **static):
     logits, fp = _check_fp(logits, fp)
     out, ok = run(logits, fp, **static)
-    return V.poison(out, V.check_values(ok, "fp must be binary (entries in {0, 1})"))
+    return V.poison(
+      out, V.check_values(ok, "fp must be binary (entries in {0, 1})")
+    )
 
   return call
 
@@ -66,7 +74,9 @@ def _focal(logits, fp, gamma):
 @_fp_loss
 def _cosine(logits, fp):
   p = jax.nn.sigmoid(logits)
-  cos = (p * fp).sum(-1) / jnp.sqrt(((p * p).sum(-1) + _COS_EPS) * ((fp * fp).sum(-1) + _COS_EPS))
+  cos = (p * fp).sum(-1) / jnp.sqrt(
+    ((p * p).sum(-1) + _COS_EPS) * ((fp * fp).sum(-1) + _COS_EPS)
+  )
   return (1.0 - cos).mean()
 
 
@@ -74,11 +84,13 @@ def _cosine(logits, fp):
 def _iou(logits, fp):
   p = jax.nn.sigmoid(logits)
   inter = (p * fp).sum(-1)
-  return 1.0 - (inter / (p.sum(-1) + fp.sum(-1) - inter)).mean()  # sigmoid is never exactly 0
+  # sigmoid is never exactly 0
+  return 1.0 - (inter / (p.sum(-1) + fp.sum(-1) - inter)).mean()
 
 
 def bce_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
-  """Binary cross-entropy over bits: ``mean_{b,j} BCE(z_bj, y_bj)`` (from logits, stable).
+  """Binary cross-entropy over bits: ``mean_{b,j} BCE(z_bj, y_bj)`` (from
+  logits, stable).
 
   Args:
     logits: ``[B, F]`` float logits.
@@ -90,7 +102,9 @@ def bce_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
   return _bce(logits, fp)
 
 
-def focal_loss(logits: jax.Array, fp: jax.Array, *, gamma: float = 2.0) -> jax.Array:
+def focal_loss(
+  logits: jax.Array, fp: jax.Array, *, gamma: float = 2.0
+) -> jax.Array:
   """Focal loss ``mean_{b,j} (1 - p_t)^γ BCE_bj`` with ``p_t = exp(-BCE_bj)``.
 
   The reference class default is γ = 2; its training script uses γ = 5.
@@ -108,7 +122,8 @@ def focal_loss(logits: jax.Array, fp: jax.Array, *, gamma: float = 2.0) -> jax.A
 
 
 def cosine_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
-  """Cosine loss ``mean_b [1 - cos(σ(z_b), y_b)]`` (torch ``cosine_embedding_loss``, target 1).
+  """Cosine loss ``mean_b [1 - cos(σ(z_b), y_b)]`` (torch
+  ``cosine_embedding_loss``, target 1).
 
   ``cos = p·y / sqrt((‖p‖² + ε)(‖y‖² + ε))`` with ε = 1e-12 as in torch.
 
@@ -136,27 +151,38 @@ def soft_iou_loss(logits: jax.Array, fp: jax.Array) -> jax.Array:
 
 
 def _check_contrastive(scores, labels, cand_mask, temperature):
-  temperature = V.check_float(temperature, "temperature", min_value=0.0, min_inclusive=False)
+  temperature = V.check_float(
+    temperature, "temperature", min_value=0.0, min_inclusive=False
+  )
   scores = V.check_array(scores, "scores", ndim=2, dtype="float")
   labels = V.check_array(labels, "labels", shape=scores.shape, dtype="bool")
-  cand_mask = V.check_array(cand_mask, "cand_mask", shape=scores.shape, dtype="bool")
+  cand_mask = V.check_array(
+    cand_mask, "cand_mask", shape=scores.shape, dtype=("bool")
+  )
   if scores.shape[1] == 0:
-    raise ValueError(f"scores must hold at least one candidate slot, got shape {scores.shape}")
+    raise ValueError(
+      f"scores must hold at least one candidate slot, got shape {scores.shape}"
+    )
   return scores, labels, cand_mask, temperature
 
 
 def _positives(scores, labels, cand_mask, temperature):
   pos = labels & cand_mask
-  # The first positive (reference: torch.where(l)[0][[0]]); the other positives are excluded.
+  # The first positive (reference: torch.where(l)[0][[0]]); the other positives
+  # are excluded.
   first = jnp.argmax(pos, axis=-1)  # [B]
-  s_pos = jnp.take_along_axis(scores, first[:, None], axis=-1)[:, 0] / temperature
+  s_pos = (
+    jnp.take_along_axis(scores, first[:, None], axis=-1)[:, 0] / temperature
+  )
   neg = cand_mask & ~labels
   return scores / temperature, s_pos, neg, pos.any(-1)
 
 
 def _mean_over(values, valid):
   n = valid.sum()
-  return jnp.where(n > 0, jnp.where(valid, values, 0.0).sum() / jnp.maximum(n, 1), 0.0)
+  return jnp.where(
+    n > 0, jnp.where(valid, values, 0.0).sum() / jnp.maximum(n, 1), 0.0
+  )
 
 
 @functools.partial(jax.jit, static_argnames=("temperature",))
@@ -183,13 +209,18 @@ def _contrastive(impl, scores, labels, cand_mask, temperature):
 
 
 def listwise_contrastive_loss(
-  scores: jax.Array, labels: jax.Array, cand_mask: jax.Array, *, temperature: float = 1.0
+  scores: jax.Array,
+  labels: jax.Array,
+  cand_mask: jax.Array,
+  *,
+  temperature: float = 1.0,
 ) -> jax.Array:
-  """Listwise contrastive loss: softmax cross-entropy of the first positive against the negatives.
+  """Listwise contrastive loss: softmax cross-entropy of the first positive
+  against the negatives.
 
-  Per query ``b``: ``L_b = -s_{c+}/τ + log(exp(s_{c+}/τ) + Σ_{n ∈ N_b} exp(s_n/τ))`` with
-  ``c+`` the first positive and ``N_b = {c : mask_c, not label_c}``; mean over queries that
-  have a positive.
+  Per query ``b``: ``L_b = -s_{c+}/τ + log(exp(s_{c+}/τ) + Σ_{n ∈ N_b}
+  exp(s_n/τ))`` with ``c+`` the first positive and ``N_b = {c : mask_c, not
+  label_c}``; mean over queries that have a positive.
 
   Args:
     scores: ``[B, C]`` float candidate scores.
@@ -204,12 +235,17 @@ def listwise_contrastive_loss(
 
 
 def pairwise_contrastive_loss(
-  scores: jax.Array, labels: jax.Array, cand_mask: jax.Array, *, temperature: float = 1.0
+  scores: jax.Array,
+  labels: jax.Array,
+  cand_mask: jax.Array,
+  *,
+  temperature: float = 1.0,
 ) -> jax.Array:
   """Pairwise contrastive loss: ``L_b = mean_{n ∈ N_b} softplus((s_n - s_{c+}) / τ)``.
 
   (Two-way cross-entropy of each (positive, negative) pair, as the reference's
-  ``pairwise_contrastive_loss``); mean over queries with a positive and a negative.
+  ``pairwise_contrastive_loss``); mean over queries with a positive and a
+  negative.
 
   Args:
     scores: ``[B, C]`` float candidate scores.
@@ -234,7 +270,8 @@ def combined_loss(
   temperature: float = 1.0,
   listwise: bool = True,
 ) -> jax.Array:
-  """The reference's ``CombinedLoss``: ``w · contrastive(cos(σ(z), y_c)) + (1 - w) · IoU``.
+  """The reference's ``CombinedLoss``: ``w · contrastive(cos(σ(z), y_c)) +
+  (1 - w) · IoU``.
 
   Args:
     logits: ``[B, F]`` float logits.
@@ -258,4 +295,7 @@ def combined_loss(
   s = candidate_scores(jax.nn.sigmoid(logits), cand_fp, cand_mask, sim="cosine")
   s = jnp.where(cand_mask, s, 0.0)
   fn = listwise_contrastive_loss if listwise else pairwise_contrastive_loss
-  return weight * fn(s, labels, cand_mask, temperature=temperature) + (1.0 - weight) * iou
+  return (
+    weight * fn(s, labels, cand_mask, temperature=temperature)
+    + (1.0 - weight) * iou
+  )

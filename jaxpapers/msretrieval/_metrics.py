@@ -1,4 +1,5 @@
-"""Retrieval and fingerprint-accuracy metrics as the reference evaluates them, plus Pareto fronts.
+"""Retrieval and fingerprint-accuracy metrics as the reference evaluates them,
+plus Pareto fronts.
 
 Reference: gdewael/ms-mole ``ms_mole/models.py`` (``evaluate_retrieval_step``,
 ``log_fingerprint``) and torchmetrics' ``retrieval_hit_rate``.
@@ -31,18 +32,22 @@ def hit_rate_at_k(
   ties: Literal["noise", "pessimistic", "optimistic"] = "noise",
   key: jax.Array | None = None,
 ) -> jax.Array:
-  """HR@k over padded candidate sets: 1 if a positive is among the top ``k`` real candidates.
+  """HR@k over padded candidate sets: 1 if a positive is among the top ``k``
+  real candidates.
 
-  Ties follow the reference by default (``ties='noise'``): the scores get ``N(0, 1) · eps``
-  noise with ``eps`` the machine epsilon of the scores' dtype (float32: 1.19e-7), then the top
-  ``k`` are taken, so exactly tied candidates are ordered at random. (Noise of one eps does not
-  always separate values near 1 after float32 rounding; values still equal are ordered by a
-  uniform random permutation, which is what the noise is meant to achieve.) ``'pessimistic'`` ranks
-  every tied negative above the best positive, ``'optimistic'`` below it (bounds on the noisy
-  value). With noise, the best positive's rank is ``1 + #{negatives scoring higher}``.
+  Ties follow the reference by default (``ties='noise'``): the scores get
+  ``N(0, 1) · eps`` noise with ``eps`` the machine epsilon of the scores' dtype
+  (float32: 1.19e-7), then the top ``k`` are taken, so exactly tied candidates
+  are ordered at random. (Noise of one eps does not always separate values near
+  1 after float32 rounding; values still equal are ordered by a uniform random
+  permutation, which is what the noise is meant to achieve.) ``'pessimistic'``
+  ranks every tied negative above the best positive, ``'optimistic'`` below it
+  (bounds on the noisy value). With noise, the best positive's rank is
+  ``1 + #{negatives scoring higher}``.
 
-  A query with no positive scores 0 (torchmetrics' ``retrieval_hit_rate`` convention; mask such
-  queries out of the mean yourself if your protocol drops them). Padded candidates never count.
+  A query with no positive scores 0 (torchmetrics' ``retrieval_hit_rate``
+  convention; mask such queries out of the mean yourself if your protocol drops
+  them). Padded candidates never count.
 
   Args:
     scores: ``[B, C]`` float scores (padding may be ``-inf``).
@@ -60,14 +65,25 @@ def hit_rate_at_k(
     raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
   scores = V.check_array(scores, "scores", ndim=2, dtype="float")
   labels = V.check_array(labels, "labels", shape=scores.shape, dtype="bool")
-  cand_mask = V.check_array(cand_mask, "cand_mask", shape=scores.shape, dtype="bool")
+  cand_mask = V.check_array(
+    cand_mask, "cand_mask", shape=scores.shape, dtype=("bool")
+  )
   if scores.shape[1] == 0:
-    raise ValueError(f"scores must hold at least one candidate slot, got shape {scores.shape}")
+    raise ValueError(
+      f"scores must hold at least one candidate slot, got shape {scores.shape}"
+    )
   if ties == "noise":
     if key is None:
-      raise ValueError("key is required for ties='noise' (the reference's random tie-breaking)")
-    if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
-      raise TypeError(f"key must be a typed PRNG key (jax.random.key), got {key!r}")
+      raise ValueError(
+        "key is required for ties='noise' (the reference's random tie-breaking)"
+      )
+    if not (
+      isinstance(key, jax.Array)
+      and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    ):
+      raise TypeError(
+        f"key must be a typed PRNG key (jax.random.key), got {key!r}"
+      )
   if key is None:
     key = jax.random.key(0)  # unused by the deterministic conventions
   out, ok = _hit_rate(scores, labels, cand_mask, key, k=k, ties=ties)
@@ -82,16 +98,24 @@ def _hit_rate(scores, labels, cand_mask, key, *, k, ties):
   k_noise, k_order = jax.random.split(key)  # used by ties='noise' only
   if ties == "noise":
     eps = jnp.finfo(scores.dtype).eps
-    scores = scores + jax.random.normal(k_noise, scores.shape, scores.dtype) * eps
-  best = jnp.max(jnp.where(pos, scores, -jnp.inf), axis=-1, keepdims=True)  # [B, 1]
+    scores = (
+      scores + jax.random.normal(k_noise, scores.shape, scores.dtype) * eps
+    )
+  # [B, 1]
+  best = jnp.max(jnp.where(pos, scores, -jnp.inf), axis=-1, keepdims=True)
   if ties == "optimistic":
     above = (neg & (scores > best)).sum(-1)
   elif ties == "pessimistic":
     above = (neg & (scores >= best)).sum(-1)
-  else:  # values still equal after the noise (float32 rounding) are ordered at random
+  # values still equal after the noise (float32 rounding) are ordered at random
+  else:
     u = jax.random.uniform(k_order, scores.shape)
-    u_best = jnp.max(jnp.where(pos & (scores == best), u, -1.0), axis=-1, keepdims=True)
-    above = (neg & ((scores > best) | ((scores == best) & (u > u_best)))).sum(-1)
+    u_best = jnp.max(
+      jnp.where(pos & (scores == best), u, -1.0), axis=-1, keepdims=True
+    )
+    above = (neg & ((scores > best) | ((scores == best) & (u > u_best)))).sum(
+      -1
+    )
   hit = pos.any(-1) & (above < k)
   return hit.astype(jnp.float32), ok
 
@@ -104,7 +128,8 @@ def bit_f1(pred_bits: jax.Array, fp: jax.Array) -> jax.Array:
     fp: ``[B, F]`` binary targets.
 
   Returns:
-    ``[F]`` float32 (sklearn's ``f1_score(average=None, zero_division=0)`` per bit).
+    ``[F]`` float32 (sklearn's ``f1_score(average=None, zero_division=0)`` per
+    bit).
   """
   pred_bits = V.check_array(pred_bits, "pred_bits", ndim=2, dtype="real")
   fp = V.check_array(fp, "fp", shape=pred_bits.shape, dtype="real")
@@ -119,15 +144,23 @@ def _bit_f1(pred_bits, fp):
   p, y = pred_bits.astype(jnp.float32), fp.astype(jnp.float32)
   tp = (p * y).sum(0)
   den = p.sum(0) + y.sum(0)
-  return _ratio(2.0 * tp, den), jnp.all((p == 0) | (p == 1)), jnp.all((y == 0) | (y == 1))
+  return (
+    _ratio(2.0 * tp, den),
+    jnp.all((p == 0) | (p == 1)),
+    jnp.all((y == 0) | (y == 1)),
+  )
 
 
-def fingerprint_metrics(probs: jax.Array, fp: jax.Array, *, threshold: float = 0.5) -> dict:
-  """The reference's fingerprint accuracy, per query (and micro-F1 / macro-F1 of the batch).
+def fingerprint_metrics(
+  probs: jax.Array, fp: jax.Array, *, threshold: float = 0.5
+) -> dict:
+  """The reference's fingerprint accuracy, per query (and micro-F1 / macro-F1 of
+  the batch).
 
-  ``tanimoto``: ``T(1[p > threshold], y)``; ``close_match`` / ``meaningful_match``:
-  ``T > 0.675`` / ``T > 0.40``; ``cont_iou``: continuous Tanimoto ``Σmin/Σmax``; ``cosine``:
-  ``cos(p, y)``; ``micro_f1``: pooled over bits and queries; ``macro_f1``: mean per-bit F1.
+  ``tanimoto``: ``T(1[p > threshold], y)``; ``close_match`` /
+  ``meaningful_match``: ``T > 0.675`` / ``T > 0.40``; ``cont_iou``: continuous
+  Tanimoto ``Σmin/Σmax``; ``cosine``: ``cos(p, y)``; ``micro_f1``: pooled over
+  bits and queries; ``macro_f1``: mean per-bit F1.
 
   Args:
     probs: ``[B, F]`` probabilities in [0, 1].
@@ -136,7 +169,8 @@ def fingerprint_metrics(probs: jax.Array, fp: jax.Array, *, threshold: float = 0
 
   Returns:
     A dict of ``[B]`` float32 arrays (``micro_f1``, ``macro_f1``: scalars).
-    Under jit an out-of-range probability or non-binary target gives NaN everywhere.
+    Under jit an out-of-range probability or non-binary target gives NaN
+    everywhere.
   """
   threshold = V.check_float(threshold, "threshold")
   probs = V.check_array(probs, "probs", ndim=2, dtype="float")
@@ -172,10 +206,11 @@ def _fingerprint_metrics(probs, fp, *, threshold):
 
 
 def pareto_front(points: npt.ArrayLike) -> np.ndarray:
-  """Mask of the non-dominated points when both coordinates are maximised (host-side numpy).
+  """Mask of the non-dominated points when both coordinates are maximised
+  (host-side numpy).
 
-  A point is dominated if another is ``>=`` in both coordinates and ``>`` in one. Duplicates of
-  a non-dominated point are all kept.
+  A point is dominated if another is ``>=`` in both coordinates and ``>`` in
+  one. Duplicates of a non-dominated point are all kept.
 
   Args:
     points: ``[N, 2]`` finite reals.
@@ -188,6 +223,7 @@ def pareto_front(points: npt.ArrayLike) -> np.ndarray:
     raise ValueError(f"points must have shape [N, 2], got {pts.shape}")
   if not np.all(np.isfinite(pts)):
     raise ValueError("points must be finite")
-  ge = np.all(pts[None, :, :] >= pts[:, None, :], axis=-1)  # [i, j]: j >= i in both
+  # [i, j]: j >= i in both
+  ge = np.all(pts[None, :, :] >= pts[:, None, :], axis=-1)
   gt = np.any(pts[None, :, :] > pts[:, None, :], axis=-1)
   return ~np.any(ge & gt, axis=1)

@@ -1,13 +1,16 @@
-"""Fingerprint similarities: Tanimoto (float and bit-packed), continuous Tanimoto, cosine.
+"""Fingerprint similarities: Tanimoto (float and bit-packed), continuous
+Tanimoto, cosine.
 
-Conventions (tested): every similarity lies in [0, 1] for fingerprints and probabilities, and a
-pair whose union is empty (two all-zero vectors) has similarity 0 (the reference code divides
-0 by 0 there and gets NaN). Fingerprints are binary arrays of any real dtype (``uint8`` keeps
-``[B, C, F]`` candidate tensors small); probabilities are floats in [0, 1].
+Conventions (tested): every similarity lies in [0, 1] for fingerprints and
+probabilities, and a pair whose union is empty (two all-zero vectors) has
+similarity 0 (the reference code divides 0 by 0 there and gets NaN).
+Fingerprints are binary arrays of any real dtype (``uint8`` keeps ``[B, C, F]``
+candidate tensors small); probabilities are floats in [0, 1].
 
-Bad input: shapes and dtypes are checked at trace time. Values (binary fingerprints,
-probabilities in [0, 1]) are checked eagerly (``ValueError``); under ``jax.jit`` a bad value
-turns every float output into NaN (policy in :mod:`jaxpapers.core.validation`).
+Bad input: shapes and dtypes are checked at trace time. Values (binary
+fingerprints, probabilities in [0, 1]) are checked eagerly (``ValueError``);
+under ``jax.jit`` a bad value turns every float output into NaN (policy in
+:mod:`jaxpapers.core.validation`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ _EPS = 1e-8  # torch.nn.functional.cosine_similarity's eps
 
 
 def _finish(out, flags, messages):
-  """Raises on concrete bad flags; poisons ``out`` with NaN when the flags are traced."""
+  """Raises on concrete bad flags; poisons ``out`` with NaN when the flags are
+  traced."""
   ok = True
   for flag, msg in zip(flags, messages):
     ok = ok & V.check_values(flag, msg)
@@ -46,16 +50,19 @@ def _check_pair(a, b, name_a: str, name_b: str):
   b = V.check_array(b, name_b, dtype="real")
   if a.ndim < 1 or b.ndim < 1 or a.shape[-1] != b.shape[-1]:
     raise ValueError(
-      f"{name_a} and {name_b} must be [..., F] arrays with the same F (last axis); got "
-      f"{name_a} {a.shape}, {name_b} {b.shape}"
+      f"{name_a} and {name_b} must be [..., F] arrays with the same F (last "
+      f"axis); got {name_a} {a.shape}, {name_b} {b.shape}"
     )
   if a.shape[-1] == 0:
-    raise ValueError(f"{name_a} must have at least one bit (F >= 1), got shape {a.shape}")
+    raise ValueError(
+      f"{name_a} must have at least one bit (F >= 1), got shape {a.shape}"
+    )
   try:
     jnp.broadcast_shapes(a.shape[:-1], b.shape[:-1])
   except ValueError:
     raise ValueError(
-      f"the leading axes of {name_a} {a.shape} and {name_b} {b.shape} must broadcast"
+      f"the leading axes of {name_a} {a.shape} and {name_b} {b.shape} must "
+      "broadcast"
     ) from None
   return a, b
 
@@ -72,7 +79,8 @@ def tanimoto(a: jax.Array, b: jax.Array) -> jax.Array:
 
   Args:
     a: ``[..., F]`` binary fingerprints (any real dtype, entries in {0, 1}).
-    b: ``[..., F]`` binary fingerprints, broadcasting against ``a``'s leading axes.
+    b: ``[..., F]`` binary fingerprints, broadcasting against ``a``'s leading
+      axes.
 
   Returns:
     ``[...]`` float32 similarities in [0, 1].
@@ -84,7 +92,10 @@ def tanimoto(a: jax.Array, b: jax.Array) -> jax.Array:
   return _finish(
     out,
     flags,
-    ("a must be binary (entries in {0, 1})", "b must be binary (entries in {0, 1})"),
+    (
+      "a must be binary (entries in {0, 1})",
+      "b must be binary (entries in {0, 1})",
+    ),
   )
 
 
@@ -96,10 +107,14 @@ def _tanimoto(a, b):
   return _ratio(inter, union), (jnp.all(_binary_ok(a)), jnp.all(_binary_ok(b)))
 
 
-def thresholded_tanimoto(pred: jax.Array, fp: jax.Array, *, threshold: float = 0.5) -> jax.Array:
-  """Tanimoto of the thresholded prediction ``1[pred > threshold]`` and a binary ``fp``.
+def thresholded_tanimoto(
+  pred: jax.Array, fp: jax.Array, *, threshold: float = 0.5
+) -> jax.Array:
+  """Tanimoto of the thresholded prediction ``1[pred > threshold]`` and a binary
+  ``fp``.
 
-  The reference's ``batch_samplewise_tanimoto`` (ms-mole ``models.py``): strict ``>``.
+  The reference's ``batch_samplewise_tanimoto`` (ms-mole ``models.py``): strict
+  ``>``.
 
   Args:
     pred: ``[..., F]`` predicted probabilities (or any real scores).
@@ -117,9 +132,10 @@ def thresholded_tanimoto(pred: jax.Array, fp: jax.Array, *, threshold: float = 0
 def pack_bits(bits: jax.Array) -> jax.Array:
   """Packs binary ``[..., F]`` into ``uint32 [..., ceil(F / 32)]`` words (bit j of word w = F-index 32 w + j).
 
-  Trailing bits of the last word are 0, so they never count. Under jit a non-binary entry makes
-  every word 0xFFFFFFFF (an impossible packing of F < 32 w bits; :func:`packed_tanimoto` of such
-  words is NaN-free, so check eagerly first if unsure).
+  Trailing bits of the last word are 0, so they never count. Under jit a
+  non-binary entry makes every word 0xFFFFFFFF (an impossible packing of F < 32
+  w bits; :func:`packed_tanimoto` of such words is NaN-free, so check eagerly
+  first if unsure).
 
   Args:
     bits: ``[..., F]`` binary array.
@@ -129,7 +145,9 @@ def pack_bits(bits: jax.Array) -> jax.Array:
   """
   bits = V.check_array(bits, "bits", dtype="real")
   if bits.ndim < 1 or bits.shape[-1] == 0:
-    raise ValueError(f"bits must be a [..., F] array with F >= 1, got shape {bits.shape}")
+    raise ValueError(
+      f"bits must be a [..., F] array with F >= 1, got shape {bits.shape}"
+    )
   words, ok = _pack(bits)
   ok = V.check_values(ok, "bits must be binary (entries in {0, 1})")
   if ok is True:
@@ -141,7 +159,9 @@ def pack_bits(bits: jax.Array) -> jax.Array:
 def _pack(bits):
   f = bits.shape[-1]
   w = -(-f // 32)
-  b = jnp.pad(bits.astype(jnp.uint32), [(0, 0)] * (bits.ndim - 1) + [(0, 32 * w - f)])
+  b = jnp.pad(
+    bits.astype(jnp.uint32), [(0, 0)] * (bits.ndim - 1) + [(0, 32 * w - f)]
+  )
   b = b.reshape(*bits.shape[:-1], w, 32)
   words = (b << jnp.arange(32, dtype=jnp.uint32)).sum(-1, dtype=jnp.uint32)
   return words, jnp.all(_binary_ok(bits))
@@ -150,8 +170,8 @@ def _pack(bits):
 def packed_tanimoto(a_words: jax.Array, b_words: jax.Array) -> jax.Array:
   """Tanimoto of bit-packed fingerprints with ``lax.population_count``.
 
-  ``T = Σ_w popcount(a_w & b_w) / Σ_w popcount(a_w | b_w)``; 0 when both are empty. Equal to
-  :func:`tanimoto` on the unpacked bits (tested).
+  ``T = Σ_w popcount(a_w & b_w) / Σ_w popcount(a_w | b_w)``; 0 when both are
+  empty. Equal to :func:`tanimoto` on the unpacked bits (tested).
 
   Args:
     a_words: ``[..., W]`` unsigned-integer words from :func:`pack_bits`.
@@ -163,7 +183,9 @@ def packed_tanimoto(a_words: jax.Array, b_words: jax.Array) -> jax.Array:
   for name, x in (("a_words", a_words), ("b_words", b_words)):
     dt = getattr(x, "dtype", None)
     if dt is None or not jnp.issubdtype(dt, jnp.unsignedinteger):
-      raise TypeError(f"{name} must be unsigned-integer words from pack_bits, got dtype {dt}")
+      raise TypeError(
+        f"{name} must be unsigned-integer words from pack_bits, got dtype {dt}"
+      )
   a_words, b_words = _check_pair(a_words, b_words, "a_words", "b_words")
   return _packed_tanimoto(a_words, b_words)
 
@@ -178,8 +200,9 @@ def _packed_tanimoto(a_words, b_words):
 def continuous_tanimoto(p: jax.Array, y: jax.Array) -> jax.Array:
   """Continuous Tanimoto ("cont-IoU" of the reference) of non-negative vectors.
 
-  ``cont(p, y) = (Σ(p + y) - Σ|p - y|) / (Σ(p + y) + Σ|p - y|) = Σ min(p, y) / Σ max(p, y)``
-  (the weighted Jaccard / Ruzicka similarity); 0 when both are all-zero.
+  ``cont(p, y) = (Σ(p + y) - Σ|p - y|) / (Σ(p + y) + Σ|p - y|) = Σ min(p, y) / Σ
+  max(p, y)`` (the weighted Jaccard / Ruzicka similarity); 0 when both are
+  all-zero.
 
   Args:
     p: ``[..., F]`` values in [0, 1] (probabilities or bits).
@@ -192,7 +215,11 @@ def continuous_tanimoto(p: jax.Array, y: jax.Array) -> jax.Array:
   """
   p, y = _check_pair(p, y, "p", "y")
   out, flags = _continuous(p, y)
-  return _finish(out, flags, ("p must have entries in [0, 1]", "y must have entries in [0, 1]"))
+  return _finish(
+    out,
+    flags,
+    ("p must have entries in [0, 1]", "y must have entries in [0, 1]"),
+  )
 
 
 @jax.jit
@@ -200,7 +227,10 @@ def _continuous(p, y):
   pf, yf = p.astype(jnp.float32), y.astype(jnp.float32)
   total = (pf + yf).sum(-1)
   diff = jnp.abs(pf - yf).sum(-1)
-  return _ratio(total - diff, total + diff), (jnp.all(_prob_ok(p)), jnp.all(_prob_ok(y)))
+  return _ratio(total - diff, total + diff), (
+    jnp.all(_prob_ok(p)),
+    jnp.all(_prob_ok(y)),
+  )
 
 
 def cosine_similarity(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -235,16 +265,18 @@ def candidate_scores(
 ) -> jax.Array:
   """Scores of padded candidate sets against predicted fingerprints, by matmul.
 
-  For binary candidates ``y``, every similarity reduces to ``Σ p y``, ``Σ p`` and ``Σ y``:
-  cosine ``Σpy / (‖p‖ ‖y‖)``; Tanimoto of ``b = 1[p > threshold]`` ``Σby / (Σb + Σy - Σby)``;
-  continuous Tanimoto ``Σpy / (Σp + Σy - Σpy)`` (since ``|p - y| = p + y - 2py`` for binary y).
-  ``cand_fp`` stays in its own dtype (e.g. uint8): a loop over chunks of query rows converts
-  about 4 MB of candidates to float32 at a time for the matrix-vector products ``Σ p y`` (and
-  the value check reads the same chunk), so no float32 copy of all ``[B, C, F]`` candidates is
-  formed; the backward pass re-reads ``cand_fp`` instead of saving the float copy. With the
-  rows split over an explicit mesh axis (``jax.make_mesh`` and ``NamedSharding`` on the first
-  axis), each device loops over its own rows (``jax.shard_map``); the scores are the same
-  numbers on one device or many.
+  For binary candidates ``y``, every similarity reduces to ``Σ p y``, ``Σ p``
+  and ``Σ y``: cosine ``Σpy / (‖p‖ ‖y‖)``; Tanimoto of ``b = 1[p > threshold]``
+  ``Σby / (Σb + Σy - Σby)``; continuous Tanimoto ``Σpy / (Σp + Σy - Σpy)``
+  (since ``|p - y| = p + y - 2py`` for binary y). ``cand_fp`` stays in its own
+  dtype (e.g. uint8): a loop over chunks of query rows converts about 4 MB of
+  candidates to float32 at a time for the matrix-vector products ``Σ p y`` (and
+  the value check reads the same chunk), so no float32 copy of all ``[B, C, F]``
+  candidates is formed; the backward pass re-reads ``cand_fp`` instead of saving
+  the float copy. With the rows split over an explicit mesh axis
+  (``jax.make_mesh`` and ``NamedSharding`` on the first axis), each device loops
+  over its own rows (``jax.shard_map``); the scores are the same numbers on one
+  device or many.
 
   Args:
     pred: ``[B, F]`` predicted probabilities in [0, 1].
@@ -256,7 +288,8 @@ def candidate_scores(
   Returns:
     ``[B, C]`` float32 scores; padded candidates score ``-inf``.
 
-  Under jit: a non-binary candidate or a probability outside [0, 1] makes every score NaN.
+  Under jit: a non-binary candidate or a probability outside [0, 1] makes every
+  score NaN.
   """
   if sim not in SIMILARITIES:
     raise ValueError(f"sim must be one of {SIMILARITIES}, got {sim!r}")
@@ -264,31 +297,43 @@ def candidate_scores(
   pred = V.check_array(pred, "pred", ndim=2, dtype="real")
   b, f = pred.shape
   cand_fp = V.check_array(cand_fp, "cand_fp", shape=(b, None, f), dtype="real")
-  cand_mask = V.check_array(cand_mask, "cand_mask", shape=cand_fp.shape[:2], dtype="bool")
+  cand_mask = V.check_array(
+    cand_mask, "cand_mask", shape=cand_fp.shape[:2], dtype=("bool")
+  )
   if cand_fp.shape[1] == 0:
-    raise ValueError(f"cand_fp must hold at least one candidate slot, got shape {cand_fp.shape}")
-  out, flags = _candidate_scores(pred, cand_fp, cand_mask, sim=sim, threshold=threshold)
+    raise ValueError(
+      "cand_fp must hold at least one candidate slot, "
+      f"got shape {cand_fp.shape}"
+    )
+  out, flags = _candidate_scores(
+    pred, cand_fp, cand_mask, sim=sim, threshold=threshold
+  )
   return _finish(
     out,
     flags,
-    ("pred must be probabilities in [0, 1]", "cand_fp must be binary (entries in {0, 1})"),
+    (
+      "pred must be probabilities in [0, 1]",
+      "cand_fp must be binary (entries in {0, 1})",
+    ),
   )
 
 
-# Candidate entries converted to float32 per step of the row loop: 2^20 entries (4 MB) stay in
-# a CPU core's cache between the conversion and the product. One batched product over all rows
-# instead writes and reads a float32 copy of the whole [B, C, F] tensor (4x uint8's bytes).
+# Candidate entries converted to float32 per step of the row loop: 2^20 entries
+# (4 MB) stay in a CPU core's cache between the conversion and the product. One
+# batched product over all rows instead writes and reads a float32 copy of the
+# whole [B, C, F] tensor (4x uint8's bytes).
 _CHUNK_ENTRIES = 1 << 20
 
 
 def _all_binary(y: jax.Array) -> jax.Array:
   """Scalar bool: every entry of ``y`` is 0 or 1.
 
-  For integer dtypes this is a range check, one max (and for signed ones one min) reduction
-  over the stored entries; the elementwise form ``(y == 0) | (y == 1)`` materialises a bool
-  tensor and reduces it in a second pass, which cost as much CPU time as the scores themselves
-  at B=64, C=256, F=4096 (``benchmarks/msretrieval_perf.py``). Floats keep the elementwise
-  form (it also rejects NaN).
+  For integer dtypes this is a range check, one max (and for signed ones one
+  min) reduction over the stored entries; the elementwise form
+  ``(y == 0) | (y == 1)`` materialises a bool tensor and reduces it in a second
+  pass, which cost as much CPU time as the scores themselves at B=64, C=256,
+  F=4096 (``benchmarks/msretrieval_perf.py``). Floats keep the elementwise form
+  (it also rejects NaN).
   """
   if jnp.issubdtype(y.dtype, jnp.unsignedinteger):
     return jnp.max(y, initial=0) <= 1
@@ -297,32 +342,42 @@ def _all_binary(y: jax.Array) -> jax.Array:
   return jnp.all(_binary_ok(y))
 
 
-def _rowwise_sums(p: jax.Array, cand_fp: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """``(Σ_f p y [B, C], Σ_f y [B, C], row binary [B])`` in one pass over ``cand_fp [B, C, F]``."""
-  rows = max(1, min(p.shape[0], _CHUNK_ENTRIES // (cand_fp.shape[1] * cand_fp.shape[2])))
+def _rowwise_sums(
+  p: jax.Array, cand_fp: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """``(Σ_f p y [B, C], Σ_f y [B, C], row binary [B])`` in one pass over
+  ``cand_fp [B, C, F]``."""
+  rows = max(
+    1, min(p.shape[0], _CHUNK_ENTRIES // (cand_fp.shape[1] * cand_fp.shape[2]))
+  )
 
   @jax.checkpoint  # residuals are the uint8 rows, not their float32 copy
   def one_row(args):
     p_b, y_b = args  # [F], [C, F]
     y = y_b.astype(jnp.float32)
-    # Σ y as a second matrix-vector product with ones, not ``y.sum(-1)``: XLA:CPU's row
-    # reduction over the float32 chunk cost more than the product (about a quarter of the
-    # call's CPU time at B=64, C=256, F=4096, benchmarks/msretrieval_perf.py). The sums are
-    # integers, exact in float32 in any order for F < 2^24, so the scores are bitwise the same.
+    # Σ y as a second matrix-vector product with ones, not ``y.sum(-1)``:
+    # XLA:CPU's row reduction over the float32 chunk cost more than the product
+    # (about a quarter of the call's CPU time at B=64, C=256, F=4096,
+    # benchmarks/msretrieval_perf.py). The sums are integers, exact in float32
+    # in any order for F < 2^24, so the scores are bitwise the same.
     return y @ p_b, y @ jnp.ones_like(p_b), _all_binary(y_b)
 
   return jax.lax.map(one_row, (p, cand_fp), batch_size=rows)
 
 
 def _sharded_rowwise_sums(p: jax.Array, cand_fp: jax.Array):
-  """:func:`_rowwise_sums`, per device when the rows are split over explicit mesh axes."""
+  """:func:`_rowwise_sums`, per device when the rows are split over explicit
+  mesh axes."""
   sharding = jax.typeof(cand_fp).sharding
   row_axes = sharding.spec[0] if len(sharding.spec) else None
   if row_axes is None:
     return _rowwise_sums(p, cand_fp)
   rows = jax.sharding.PartitionSpec(row_axes)
   return jax.shard_map(
-    _rowwise_sums, mesh=sharding.mesh, in_specs=(rows, rows), out_specs=(rows, rows, rows)
+    _rowwise_sums,
+    mesh=sharding.mesh,
+    in_specs=(rows, rows),
+    out_specs=(rows, rows, rows),
   )(p, cand_fp)
 
 
@@ -333,7 +388,9 @@ def _candidate_scores(pred, cand_fp, cand_mask, *, sim, threshold):
     p = (p > threshold).astype(jnp.float32)
   py, sy, binary = _sharded_rowwise_sums(p, cand_fp)  # [B, C], [B, C], [B]
   if sim == "cosine":
-    s = py / jnp.maximum(jnp.sqrt((p * p).sum(-1))[:, None] * jnp.sqrt(sy), _EPS)
+    s = py / jnp.maximum(
+      jnp.sqrt((p * p).sum(-1))[:, None] * jnp.sqrt(sy), _EPS
+    )
   else:
     s = _ratio(py, p.sum(-1)[:, None] + sy - py)
   s = jnp.where(cand_mask, s, -jnp.inf)

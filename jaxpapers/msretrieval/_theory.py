@@ -1,24 +1,30 @@
-"""The decision-theoretic view, made exact on small fingerprints (F <= 20 bits) by enumeration.
+"""The decision-theoretic view, made exact on small fingerprints (F <= 20 bits)
+by enumeration.
 
-Setting (a reconstruction: the paper's theorems are not quoted here). A query has ``n``
-candidates with fingerprints ``y_c ∈ {0,1}^F`` and a posterior ``π_c = P(y = y_c | x)``.
+Setting (a reconstruction: the paper's theorems are not quoted here). A query
+has ``n`` candidates with fingerprints ``y_c ∈ {0,1}^F`` and a posterior
+``π_c = P(y = y_c | x)``.
 
-* The retrieval-optimal (Bayes HR@1) decision returns ``argmax_c π_c``; it is realised by the
-  fingerprint ``ŷ = y_{argmax π}``, so its HR@1 is ``max_c π_c``.
-* The similarity-optimal fingerprint for Jaccard is ``ŷ_J = argmax_{ŷ ∈ {0,1}^F} Σ_c π_c J(ŷ, y_c)``
-  (found by enumerating all ``2^F`` vectors, bit-packed, with ``lax.population_count``).
-* The BCE-optimal prediction is the marginal ``p = Σ_c π_c y_c``; retrieval then ranks by
-  ``cos(p, y_c)`` (the reference's default retrieval score).
+* The retrieval-optimal (Bayes HR@1) decision returns ``argmax_c π_c``; it is
+  realised by the fingerprint ``ŷ = y_{argmax π}``, so its HR@1 is
+  ``max_c π_c``.
+* The similarity-optimal fingerprint for Jaccard is ``ŷ_J = argmax_{ŷ ∈ {0,1}^F}
+  Σ_c π_c J(ŷ, y_c)`` (found by enumerating all ``2^F`` vectors, bit-packed,
+  with ``lax.population_count``).
+* The BCE-optimal prediction is the marginal ``p = Σ_c π_c y_c``; retrieval then
+  ranks by ``cos(p, y_c)`` (the reference's default retrieval score).
 * The HR@1 regret of a decision fingerprint ``d`` under similarity S is
-  ``R = max_c π_c - E[π_ĉ]``, ``ĉ`` the top candidate by ``S(d, y_c)`` with ties broken uniformly
-  at random (the expectation of the reference's noise tie-breaking).
-* The similarity band of a pool: ``σ_min / σ_max`` = min / max of ``J(y_c, y_c')`` over pairs.
-* Candidates listed twice with the same fingerprint tie under every similarity; deduplicate
-  them by structure (:func:`merge_duplicate_candidates`) before reading a regret as a mismatch
-  between the two Bayes decisions.
+  ``R = max_c π_c - E[π_ĉ]``, ``ĉ`` the top candidate by ``S(d, y_c)`` with ties
+  broken uniformly at random (the expectation of the reference's noise
+  tie-breaking).
+* The similarity band of a pool: ``σ_min / σ_max`` = min / max of
+  ``J(y_c, y_c')`` over pairs.
+* Candidates listed twice with the same fingerprint tie under every similarity;
+  deduplicate them by structure (:func:`merge_duplicate_candidates`) before
+  reading a regret as a mismatch between the two Bayes decisions.
 
-Sufficient-margin lemma (our derivation; ``1 - J`` is a metric): if ``J(ŷ, y_true) > (1 + σ_max)/2``
-then ``y_true`` is ranked first by Jaccard.
+Sufficient-margin lemma (our derivation; ``1 - J`` is a metric): if ``J(ŷ,
+y_true) > (1 + σ_max)/2`` then ``y_true`` is ranked first by Jaccard.
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ _TIE_TOL = 1e-6
 
 def _codes(bits: jax.Array) -> jax.Array:
   """Binary ``[..., F]`` (F <= 20) as int32 codes ``Σ_j bits_j 2^j``."""
-  return (bits.astype(jnp.int32) << jnp.arange(bits.shape[-1], dtype=jnp.int32)).sum(-1)
+  return (
+    bits.astype(jnp.int32) << jnp.arange(bits.shape[-1], dtype=jnp.int32)
+  ).sum(-1)
 
 
 def _jaccard_codes(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -51,19 +59,27 @@ def _check_problem(posterior, cands):
   cands = V.check_array(cands, "cands", ndim=posterior.ndim + 1, dtype="real")
   if cands.shape[:-1] != posterior.shape:
     raise ValueError(
-      f"cands must have shape posterior.shape + (F,) = {posterior.shape} + (F,), got {cands.shape}"
+      f"cands must have shape posterior.shape + (F,) = {posterior.shape} + "
+      f"(F,), got {cands.shape}"
     )
   f = cands.shape[-1]
   if not 1 <= f <= MAX_BITS:
-    raise ValueError(f"cands must have 1 <= F <= {MAX_BITS} bits for exact enumeration, got {f}")
+    raise ValueError(
+      f"cands must have 1 <= F <= {MAX_BITS} bits for exact enumeration, "
+      f"got {f}"
+    )
   if posterior.shape[-1] < 1:
-    raise ValueError(f"posterior must have at least one candidate, got {posterior.shape}")
+    raise ValueError(
+      f"posterior must have at least one candidate, got {posterior.shape}"
+    )
   return posterior.astype(jnp.float32), cands
 
 
 def _problem_flags(posterior, cands):
   return (
-    jnp.all((posterior >= 0).all(-1) & (jnp.abs(posterior.sum(-1) - 1.0) < 1e-4)),
+    jnp.all(
+      (posterior >= 0).all(-1) & (jnp.abs(posterior.sum(-1) - 1.0) < 1e-4)
+    ),
     jnp.all((cands == 0) | (cands == 1)),
   )
 
@@ -87,32 +103,40 @@ def _enumerate(posterior, codes, f, batch_size):
 
   def one(args):
     pi, c = args
-    e = _jaccard_codes(all_codes[:, None], c[None, :]) @ pi  # [2^F] expected Jaccard
+    # [2^F] expected Jaccard
+    e = _jaccard_codes(all_codes[:, None], c[None, :]) @ pi
     best = jnp.argmax(e)  # the first maximiser (lowest code)
     return best, e[best]
 
   best, val = jax.lax.map(one, (posterior, codes), batch_size=batch_size)
-  bits = ((best[:, None] >> jnp.arange(f, dtype=jnp.int32)) & 1).astype(jnp.uint8)
+  bits = ((best[:, None] >> jnp.arange(f, dtype=jnp.int32)) & 1).astype(
+    jnp.uint8
+  )
   return bits, val
 
 
 def enumerate_bayes_fingerprint(
   posterior: jax.Array, cands: jax.Array, *, batch_size: int = 16
 ) -> tuple[jax.Array, jax.Array]:
-  """The Jaccard-Bayes fingerprint ``argmax_ŷ Σ_c π_c J(ŷ, y_c)`` over all ``2^F`` vectors.
+  """The Jaccard-Bayes fingerprint ``argmax_ŷ Σ_c π_c J(ŷ, y_c)`` over all
+  ``2^F`` vectors.
 
-  Exact enumeration, vectorised over the ``2^F`` candidates ŷ (bit-packed, popcount) and mapped
-  over problems in blocks of ``batch_size``. Ties between maximisers: the lowest integer code
-  ``Σ_j ŷ_j 2^j`` wins. ``J(0, 0) = 0``.
+  Exact enumeration, vectorised over the ``2^F`` candidates ŷ (bit-packed,
+  popcount) and mapped over problems in blocks of ``batch_size``. Ties between
+  maximisers: the lowest integer code ``Σ_j ŷ_j 2^j`` wins. ``J(0, 0) = 0``.
 
   Args:
-    posterior: ``[n]`` or ``[P, n]`` float posteriors (non-negative, summing to 1).
-    cands: ``[n, F]`` or ``[P, n, F]`` binary candidate fingerprints, ``F <= 20``.
-    batch_size: problems per vectorised block (memory ``batch_size · 2^F · n`` floats).
+    posterior: ``[n]`` or ``[P, n]`` float posteriors (non-negative, summing to
+      1).
+    cands: ``[n, F]`` or ``[P, n, F]`` binary candidate fingerprints,
+      ``F <= 20``.
+    batch_size: problems per vectorised block (memory ``batch_size · 2^F · n``
+      floats).
 
   Returns:
-    ``(ŷ, value)``: ``[..., F]`` uint8 fingerprint and ``[...]`` float32 expected Jaccard.
-    Under jit a bad posterior or non-binary candidate makes ``value`` NaN.
+    ``(ŷ, value)``: ``[..., F]`` uint8 fingerprint and ``[...]`` float32
+    expected Jaccard. Under jit a bad posterior or non-binary candidate makes
+    ``value`` NaN.
   """
   batch_size = V.check_int(batch_size, "batch_size", min_value=1)
   posterior, cands = _check_problem(posterior, cands)
@@ -157,36 +181,49 @@ def hr1_regret(
   sim: Literal["jaccard", "cosine"] = "jaccard",
   mask: jax.Array | None = None,
 ) -> jax.Array:
-  """HR@1 regret ``max_c π_c - E[π_ĉ]`` of retrieving with ``decision`` under ``sim``.
+  """HR@1 regret ``max_c π_c - E[π_ĉ]`` of retrieving with ``decision`` under
+  ``sim``.
 
-  ``ĉ`` maximises ``S(decision, y_c)`` over the real candidates; candidates within 1e-6 of the
-  top score are tied and averaged uniformly (the expected value under random tie-breaking).
+  ``ĉ`` maximises ``S(decision, y_c)`` over the real candidates; candidates
+  within 1e-6 of the top score are tied and averaged uniformly (the expected
+  value under random tie-breaking).
 
   Args:
     posterior: ``[..., n]`` posteriors.
     cands: ``[..., n, F]`` binary candidates.
-    decision: ``[..., F]`` the predicted fingerprint (binary for ``'jaccard'``; any
-      non-negative vector for ``'cosine'``).
+    decision: ``[..., F]`` the predicted fingerprint (binary for ``'jaccard'``;
+      any non-negative vector for ``'cosine'``).
     sim: ``'jaccard'`` or ``'cosine'``.
-    mask: optional ``[..., n]`` bool, False for slots that are not candidates (padding, or the
-      duplicates removed by :func:`merge_duplicate_candidates`): they are never retrieved and
-      do not count in ``max_c π_c``. Each problem needs at least one real candidate.
+    mask: optional ``[..., n]`` bool, False for slots that are not candidates
+      (padding, or the duplicates removed by
+      :func:`merge_duplicate_candidates`): they are never retrieved and do not
+      count in ``max_c π_c``. Each problem needs at least one real candidate.
 
   Returns:
-    ``[...]`` float32 regret in [0, 1]. Under jit a problem without a real candidate gives NaN.
+    ``[...]`` float32 regret in [0, 1]. Under jit a problem without a real
+    candidate gives NaN.
   """
   if sim not in ("jaccard", "cosine"):
     raise ValueError(f"sim must be 'jaccard' or 'cosine', got {sim!r}")
   posterior, cands = _check_problem(posterior, cands)
-  decision = V.check_array(decision, "decision", shape=cands.shape[:-2] + cands.shape[-1:])
+  decision = V.check_array(
+    decision, "decision", shape=cands.shape[:-2] + cands.shape[-1:]
+  )
   if mask is None:
     mask = jnp.ones(posterior.shape, bool)
   mask = V.check_array(mask, "mask", shape=posterior.shape, dtype="bool")
-  out, flags, dec_ok, any_real = _regret(posterior, cands, decision, mask, sim=sim)
+  out, flags, dec_ok, any_real = _regret(
+    posterior, cands, decision, mask, sim=sim
+  )
   checks = (*flags, any_real)
-  messages = (*_PROBLEM_MESSAGES, "mask must keep at least one candidate per problem")
+  messages = (
+    *_PROBLEM_MESSAGES,
+    "mask must keep at least one candidate per problem",
+  )
   if sim == "jaccard":
-    return _finish(out, (*checks, dec_ok), (*messages, "decision must be binary"))
+    return _finish(
+      out, (*checks, dec_ok), (*messages, "decision must be binary")
+    )
   return _finish(out, checks, messages)
 
 
@@ -199,33 +236,43 @@ def _regret(posterior, cands, decision, mask, *, sim):
     union = d.sum(-1) + y.sum(-1) - inter
     s = jnp.where(union > 0, inter / jnp.where(union > 0, union, 1.0), 0.0)
   else:
-    s = (d * y).sum(-1) / jnp.maximum(jnp.sqrt((d * d).sum(-1) * y.sum(-1)), 1e-8)
+    s = (d * y).sum(-1) / jnp.maximum(
+      jnp.sqrt((d * d).sum(-1) * y.sum(-1)), 1e-8
+    )
   s = jnp.where(mask, s, -jnp.inf)
   top = mask & (s >= s.max(-1, keepdims=True) - _TIE_TOL)
   got = (posterior * top).sum(-1) / jnp.maximum(top.sum(-1), 1)
   best = jnp.where(mask, posterior, -jnp.inf).max(-1)
   dec_ok = jnp.all((decision == 0) | (decision == 1))
-  return best - got, _problem_flags(posterior, cands), dec_ok, jnp.all(mask.any(-1))
+  return (
+    best - got,
+    _problem_flags(posterior, cands),
+    dec_ok,
+    jnp.all(mask.any(-1)),
+  )
 
 
 def merge_duplicate_candidates(
   posterior: jax.Array, cands: jax.Array, *, drop_empty: bool = False
 ) -> tuple[jax.Array, jax.Array]:
-  """Deduplicates candidates by structure: identical fingerprints become one candidate.
+  """Deduplicates candidates by structure: identical fingerprints become one
+  candidate.
 
-  A problem that lists the same fingerprint twice asks a fingerprint-based retriever to break
-  a tie no fingerprint can break; its HR@1 regret then measures the tie, not the decision. Here
-  the first occurrence of each distinct fingerprint keeps its slot and receives the summed
-  posterior of all its copies, ``π'_c = Σ_{c': y_c' = y_c} π_c'``; the later copies get
-  ``π' = 0`` and ``mask = False``. Shapes stay static (no compaction), so the result feeds
-  :func:`enumerate_bayes_fingerprint` and :func:`marginal_fingerprint` directly (a zero
-  posterior contributes nothing) and :func:`hr1_regret` / :func:`similarity_band` through
-  ``mask``.
+  A problem that lists the same fingerprint twice asks a fingerprint-based
+  retriever to break a tie no fingerprint can break; its HR@1 regret then
+  measures the tie, not the decision. Here the first occurrence of each distinct
+  fingerprint keeps its slot and receives the summed posterior of all its
+  copies, ``π'_c = Σ_{c': y_c' = y_c} π_c'``; the later copies get ``π' = 0``
+  and ``mask = False``. Shapes stay static (no compaction), so the result feeds
+  :func:`enumerate_bayes_fingerprint` and :func:`marginal_fingerprint` directly
+  (a zero posterior contributes nothing) and :func:`hr1_regret` /
+  :func:`similarity_band` through ``mask``.
 
-  With ``drop_empty=True`` an all-zero fingerprint is also removed (no molecule has one, and
-  ``J(ŷ, 0) = 0`` for every ``ŷ`` makes it tie with everything) and the posterior of the kept
-  candidates is renormalised to sum to 1; a problem whose candidates are all empty keeps no
-  candidate (its posterior is all zero and its mask all False: leave it out).
+  With ``drop_empty=True`` an all-zero fingerprint is also removed (no molecule
+  has one, and ``J(ŷ, 0) = 0`` for every ``ŷ`` makes it tie with everything) and
+  the posterior of the kept candidates is renormalised to sum to 1; a problem
+  whose candidates are all empty keeps no candidate (its posterior is all zero
+  and its mask all False: leave it out).
 
   Args:
     posterior: ``[..., n]`` posteriors.
@@ -233,49 +280,63 @@ def merge_duplicate_candidates(
     drop_empty: also remove empty fingerprints (above).
 
   Returns:
-    ``(π', mask)``: ``[..., n]`` float32 and ``[..., n]`` bool. Under jit a bad posterior or a
-    non-binary candidate makes ``π'`` NaN.
+    ``(π', mask)``: ``[..., n]`` float32 and ``[..., n]`` bool. Under jit a bad
+    posterior or a non-binary candidate makes ``π'`` NaN.
   """
   if not isinstance(drop_empty, bool):
     raise TypeError(f"drop_empty must be True or False, got {drop_empty!r}")
   posterior = V.check_array(posterior, "posterior", dtype="float")
   if posterior.ndim < 1 or posterior.shape[-1] < 1:
-    raise ValueError(f"posterior must have shape [..., n] with n >= 1, got {posterior.shape}")
+    raise ValueError(
+      f"posterior must have shape [..., n] with n >= 1, got {posterior.shape}"
+    )
   cands = V.check_array(cands, "cands", ndim=posterior.ndim + 1, dtype="real")
   if cands.shape[:-1] != posterior.shape:
     raise ValueError(
-      f"cands must have shape posterior.shape + (F,) = {posterior.shape} + (F,), got {cands.shape}"
+      f"cands must have shape posterior.shape + (F,) = {posterior.shape} + "
+      f"(F,), got {cands.shape}"
     )
-  merged, mask, flags = _merge(posterior.astype(jnp.float32), cands, drop_empty=drop_empty)
+  merged, mask, flags = _merge(
+    posterior.astype(jnp.float32), cands, drop_empty=drop_empty
+  )
   return _finish(merged, flags), mask
 
 
 @functools.partial(jax.jit, static_argnames=("drop_empty",))
 def _merge(posterior, cands, *, drop_empty):
   n = cands.shape[-2]
-  same = jnp.all(cands[..., :, None, :] == cands[..., None, :, :], axis=-1)  # [..., n, n]
-  first = jnp.argmax(same, axis=-1)  # the first slot holding the same fingerprint (<= own)
+  # [..., n, n]
+  same = jnp.all(cands[..., :, None, :] == cands[..., None, :, :], axis=-1)
+  # the first slot holding the same fingerprint (<= own)
+  first = jnp.argmax(same, axis=-1)
   mask = first == jnp.arange(n)
-  owner = jax.nn.one_hot(first, n, dtype=posterior.dtype)  # [..., n (copy), n (owner)]
+  # [..., n (copy), n (owner)]
+  owner = jax.nn.one_hot(first, n, dtype=posterior.dtype)
   merged = jnp.einsum("...c,...co->...o", posterior, owner)
   if drop_empty:
     mask = mask & jnp.any(cands != 0, axis=-1)
     merged = jnp.where(mask, merged, 0.0)
     total = merged.sum(-1, keepdims=True)
-    merged = jnp.where(total > 0, merged / jnp.where(total > 0, total, 1.0), 0.0)
+    merged = jnp.where(
+      total > 0, merged / jnp.where(total > 0, total, 1.0), 0.0
+    )
   return merged, mask, _problem_flags(posterior, cands)
 
 
-def similarity_band(cands: jax.Array, mask: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
-  """``(σ_min, σ_max)``: min and max Tanimoto over pairs of distinct real candidates.
+def similarity_band(
+  cands: jax.Array, mask: jax.Array | None = None
+) -> tuple[jax.Array, jax.Array]:
+  """``(σ_min, σ_max)``: min and max Tanimoto over pairs of distinct real
+  candidates.
 
   Args:
     cands: ``[..., n, F]`` binary fingerprints (any F).
     mask: optional ``[..., n]`` bool, False for padding.
 
   Returns:
-    ``([...], [...])`` float32; a pool with fewer than two real candidates gives ``(1, 0)``
-    (the empty min and max), which satisfies no lemma's premise vacuously.
+    ``([...], [...])`` float32; a pool with fewer than two real candidates gives
+    ``(1, 0)`` (the empty min and max), which satisfies no lemma's premise
+    vacuously.
   """
   cands = V.check_array(cands, "cands", dtype="real")
   if cands.ndim < 2:

@@ -1,13 +1,16 @@
-"""PANDA: Prior-guided AttentioNal Dual-path Architecture for two-stage hypergraph networks.
+"""PANDA: Prior-guided AttentioNal Dual-path Architecture for two-stage
+hypergraph networks.
 
-A plugin for HGNN, HyperGCN, PhenomNN and the complex directed GeDi-HNN: the main path mixes
-receiver-normalised GATv2 attention with the backbone's structural prior through a learned
-per-incidence, per-head gate; a non-normalised auxiliary path lets each sender add its own
-transformed message. With the gate fixed to the prior and no auxiliary path, a GeDi+PANDA layer
-is ``X W_res + Q_N X W_u + b`` (GeDi's complex convolution).
+A plugin for HGNN, HyperGCN, PhenomNN and the complex directed GeDi-HNN: the
+main path mixes receiver-normalised GATv2 attention with the backbone's
+structural prior through a learned per-incidence, per-head gate; a
+non-normalised auxiliary path lets each sender add its own transformed message.
+With the gate fixed to the prior and no auxiliary path, a GeDi+PANDA layer is
+``X W_res + Q_N X W_u + b`` (GeDi's complex convolution).
 
-References: PANDA (NeurIPS 2026; official code jainris/panda; arXiv id not yet available);
-GeDi-HNN, Fiorini et al., "Let There Be Direction in Hypergraph Neural Networks", TMLR 2024.
+References: PANDA (NeurIPS 2026; official code jainris/panda; arXiv id not yet
+available); GeDi-HNN, Fiorini et al., "Let There Be Direction in Hypergraph
+Neural Networks", TMLR 2024.
 """
 
 from jaxpapers.panda._data import load_dataset, reduce_features
@@ -93,7 +96,8 @@ __all__ = [
   "load_reference_weights",
   "reference_config",
   "reference_stage_names",
-  # the equal-budget search: trial draws, structures and the cache of compiled trial programs
+  # the equal-budget search: trial draws, structures and the cache of compiled
+  # trial programs
   "SEARCH_ARMS",
   "SEARCH_SPACE_ORDER",
   "TRACED_TRIAL_HPARAMS",

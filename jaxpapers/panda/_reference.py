@@ -1,10 +1,13 @@
-"""Loading the reference implementation's weights (jainris/panda, PyTorch) into the PANDA models.
+"""Loading the reference implementation's weights (jainris/panda, PyTorch) into
+the PANDA models.
 
-The reference names its parameters by module path (``Chebs.0.att_conv1.lin.weight``, ...) and
-stores ``nn.Linear`` weights as ``[out, in]``; the models here keep ``[in, out]`` kernels, merge
-the gate's two biases into one and name the sender/receiver weights by role. This module maps
-one onto the other, so that a user can run the authors' trained weights in JAX, and so that the
-two implementations can be compared on the same weights (``benchmarks/panda_parity.py``).
+The reference names its parameters by module path
+(``Chebs.0.att_conv1.lin.weight``, ...) and stores ``nn.Linear`` weights as
+``[out, in]``; the models here keep ``[in, out]`` kernels, merge the gate's two
+biases into one and name the sender/receiver weights by role. This module maps
+one onto the other, so that a user can run the authors' trained weights in JAX,
+and so that the two implementations can be compared on the same weights
+(``benchmarks/panda_parity.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxpapers.panda._models import PandaGeDi, PandaHGNN, PandaHyperGCN, PandaPhenomNN
+from jaxpapers.panda._models import (
+  PandaGeDi,
+  PandaHGNN,
+  PandaHyperGCN,
+  PandaPhenomNN,
+)
 from jaxpapers.panda._stage import PandaConfig, PandaLayer, PandaStage
 
 __all__ = [
@@ -33,12 +41,14 @@ def _np(v) -> np.ndarray:
 
 
 class _Reader:
-  """Reads ``prefix + name`` from a state dict, checks its shape, records what was used."""
+  """Reads ``prefix + name`` from a state dict, checks its shape, records what
+  was used."""
 
   def __init__(self, state_dict: Mapping):
     if not isinstance(state_dict, Mapping):
       raise TypeError(
-        f"state_dict must be a mapping name -> array, got {type(state_dict).__name__}"
+        "state_dict must be a mapping name -> array, "
+        f"got {type(state_dict).__name__}"
       )
     self.sd, self.used = state_dict, set()
 
@@ -47,10 +57,14 @@ class _Reader:
 
   def get(self, name: str, shape: tuple) -> np.ndarray:
     if name not in self.sd:
-      raise KeyError(f"state_dict has no entry {name!r} (the model expects shape {shape})")
+      raise KeyError(
+        f"state_dict has no entry {name!r} (the model expects shape {shape})"
+      )
     v = _np(self.sd[name])
     if v.shape != tuple(shape):
-      raise ValueError(f"state_dict[{name!r}] has shape {v.shape}, the model expects {shape}")
+      raise ValueError(
+        f"state_dict[{name!r}] has shape {v.shape}, the model expects {shape}"
+      )
     self.used.add(name)
     return v
 
@@ -62,17 +76,19 @@ def _set(param, value):
 def reference_stage_names(
   stage: PandaStage, *, receiver_first: bool = False
 ) -> dict[str, tuple[str, str]]:
-  """The reference's parameter names for each weight of ``stage`` (without the module prefix).
+  """The reference's parameter names for each weight of ``stage`` (without the
+  module prefix).
 
   Args:
     stage: the :class:`PandaStage` whose weights are named.
-    receiver_first: the reference's HyperGCN stage, whose messages flow target to source, so
-      its ``*_src`` weights act on the receiver and its ``*_dst`` weights on the sender.
+    receiver_first: the reference's HyperGCN stage, whose messages flow target
+      to source, so its ``*_src`` weights act on the receiver and its ``*_dst``
+      weights on the sender.
 
   Returns:
-    ``{attribute: (reference name, transform)}`` where ``transform`` is ``'T'`` (a
-    transposed ``nn.Linear`` weight), ``'row'`` (the ``[1, H, A]`` attention vector), ``'vec'``
-    (``aux_out.weight[0]``), ``'scalar'`` or ``''``.
+    ``{attribute: (reference name, transform)}`` where ``transform`` is ``'T'``
+    (a transposed ``nn.Linear`` weight), ``'row'`` (the ``[1, H, A]`` attention
+    vector), ``'vec'`` (``aux_out.weight[0]``), ``'scalar'`` or ``''``.
   """
   if not isinstance(stage, PandaStage):
     raise TypeError(f"stage must be a PandaStage, got {type(stage).__name__}")
@@ -103,8 +119,12 @@ def reference_stage_names(
   return names
 
 
-def _load_stage(rd: _Reader, stage: PandaStage, prefix: str, *, receiver_first: bool = False):
-  for attr, (name, how) in reference_stage_names(stage, receiver_first=receiver_first).items():
+def _load_stage(
+  rd: _Reader, stage: PandaStage, prefix: str, *, receiver_first: bool = False
+):
+  for attr, (name, how) in reference_stage_names(
+    stage, receiver_first=receiver_first
+  ).items():
     p = getattr(stage, attr)
     shape = tuple(p[...].shape)
     if how == "T":
@@ -118,9 +138,14 @@ def _load_stage(rd: _Reader, stage: PandaStage, prefix: str, *, receiver_first: 
     else:
       v = rd.get(prefix + name, shape)
     _set(p, v)
-  if stage.cfg.aux is not None:  # the reference's two gate biases act as one: b = b_src + b_dst
+  # the reference's two gate biases act as one: b = b_src + b_dst
+  if stage.cfg.aux is not None:
     d = stage.cfg.aux_dim
-    _set(stage.b_g, rd.get(prefix + "aux_src.bias", (d,)) + rd.get(prefix + "aux_dst.bias", (d,)))
+    _set(
+      stage.b_g,
+      rd.get(prefix + "aux_src.bias", (d,))
+      + rd.get(prefix + "aux_dst.bias", (d,)),
+    )
 
 
 def _load_layer(rd: _Reader, layer: PandaLayer, prefix: str):
@@ -133,33 +158,38 @@ def _load_layer(rd: _Reader, layer: PandaLayer, prefix: str):
   _load_stage(rd, layer.stage2, prefix + "att_conv2.")
 
 
-def load_reference_weights(model: nnx.Module, state_dict: Mapping, *, strict: bool = True) -> set:
-  """Copies the reference's (jainris/panda) PANDA weights into ``model``, in place.
+def load_reference_weights(
+  model: nnx.Module, state_dict: Mapping, *, strict: bool = True
+) -> set:
+  """Copies the reference's (jainris/panda) PANDA weights into ``model``, in
+  place.
 
-  ``state_dict`` is the reference model's ``state_dict()`` (torch tensors or arrays). Supported
-  models and the reference classes they mirror: :class:`PandaGeDi` (``GeDiPANDA``),
-  :class:`PandaHGNN` (``HGNNPANDA``), :class:`PandaHyperGCN` (``HyperGCNPANDA``) and
-  :class:`PandaPhenomNN` (``PhenomNNPANDA``), each built with the same heads, widths, depth and
-  attention settings. The mapping: ``nn.Linear`` weights are transposed; the gate's two
-  biases ``aux_src.bias + aux_dst.bias`` become the one bias ``b_g`` (the same function); the
-  reference's HyperGCN stage flows target to source, so its ``*_src`` weights are the receiver's
-  here. The classifier is not loaded: the reference's differs by backbone
-  (``MLP``, ``lin_out``, ``fcs[1]``) while the models here share
-  :class:`jaxpapers.hypergraph.ClassifierHead`. Arrays keep their dtype (float64 stays float64
-  under ``jax_enable_x64``).
+  ``state_dict`` is the reference model's ``state_dict()`` (torch tensors or
+  arrays). Supported models and the reference classes they mirror:
+  :class:`PandaGeDi` (``GeDiPANDA``), :class:`PandaHGNN` (``HGNNPANDA``),
+  :class:`PandaHyperGCN` (``HyperGCNPANDA``) and :class:`PandaPhenomNN`
+  (``PhenomNNPANDA``), each built with the same heads, widths, depth and
+  attention settings. The mapping: ``nn.Linear`` weights are transposed; the
+  gate's two biases ``aux_src.bias + aux_dst.bias`` become the one bias ``b_g``
+  (the same function); the reference's HyperGCN stage flows target to source, so
+  its ``*_src`` weights are the receiver's here. The classifier is not loaded:
+  the reference's differs by backbone (``MLP``, ``lin_out``, ``fcs[1]``) while
+  the models here share :class:`jaxpapers.hypergraph.ClassifierHead`. Arrays
+  keep their dtype (float64 stays float64 under ``jax_enable_x64``).
 
   Args:
     model: a PANDA model as above.
     state_dict: mapping from the reference's parameter names to arrays.
-    strict: raise ``ValueError`` naming the propagation weights of ``state_dict`` that were not
-      used (classifier weights are always skipped).
+    strict: raise ``ValueError`` naming the propagation weights of
+      ``state_dict`` that were not used (classifier weights are always skipped).
 
   Returns:
     The set of names read from ``state_dict``.
 
   Raises:
     TypeError: an unsupported model or a state dict that is not a mapping.
-    KeyError, ValueError: a missing weight or one of the wrong shape (the message names it).
+    KeyError, ValueError: a missing weight or one of the wrong shape (the
+      message names it).
   """
   rd = _Reader(state_dict)
   skip = ("classifier.", "lin_out.", "midlayer.0.fcs.1.")
@@ -184,27 +214,39 @@ def load_reference_weights(model: nnx.Module, state_dict: Mapping, *, strict: bo
     _load_stage(rd, model.stage2, pre + "convs.0.edge_to_node.")
   else:
     raise TypeError(
-      "model must be a PandaGeDi, PandaHGNN, PandaHyperGCN or PandaPhenomNN, got "
-      f"{type(model).__name__}"
+      "model must be a PandaGeDi, PandaHGNN, PandaHyperGCN or PandaPhenomNN, "
+      f"got {type(model).__name__}"
     )
   if strict:
-    extra = sorted(k for k in state_dict if k not in rd.used and not k.startswith(skip))
-    if isinstance(model, PandaPhenomNN):  # H matrices the setting does not use (HisI)
-      extra = [k for k in extra if ".H." not in k or k.split(".H.")[1] in model.h]
+    extra = sorted(
+      k for k in state_dict if k not in rd.used and not k.startswith(skip)
+    )
+    # H matrices the setting does not use (HisI)
+    if isinstance(model, PandaPhenomNN):
+      extra = [
+        k for k in extra if ".H." not in k or k.split(".H.")[1] in model.h
+      ]
     if extra:
-      raise ValueError(f"state_dict entries not used by {type(model).__name__}: {extra[:8]}")
+      raise ValueError(
+        f"state_dict entries not used by {type(model).__name__}: {extra[:8]}"
+      )
   return rd.used
 
 
-# The attention settings the reference's tuner (``common_tuning.py``) searches, per backbone:
-# ``'<stage-1 types>++<stage-2 types>'``, types joined by '+'.
+# The attention settings the reference's tuner (``common_tuning.py``) searches,
+# per backbone: ``'<stage-1 types>++<stage-2 types>'``, types joined by '+'.
 REFERENCE_ATTENTION_TYPES = {
   "gedi": ("gedi+gedi-att++gedi+att", "gedi-att++att"),
   "hgnn": ("gedi+gedi-att++gedi+att", "gedi-att++att"),
   "hypergcn": ("gcn+att++gcn+att", "att++att"),
   "phenomnn": ("phenom+phenom-att++phenom+att", "phenom-att++att"),
 }
-_PRIOR_TYPE = {"gedi": "gedi", "hgnn": "gedi", "hypergcn": "gcn", "phenomnn": "phenom"}
+_PRIOR_TYPE = {
+  "gedi": "gedi",
+  "hgnn": "gedi",
+  "hypergcn": "gcn",
+  "phenomnn": ("phenom"),
+}
 
 
 def reference_config(
@@ -220,13 +262,15 @@ def reference_config(
 ) -> PandaConfig:
   """The :class:`PandaConfig` for the reference's attention arguments.
 
-  ``attention_types`` is the tuner's ``'<attention_type1>++<attention_type2>'`` (one of
-  :data:`REFERENCE_ATTENTION_TYPES` or the ``hgat`` variant): ``'<prior>+<X>'`` in both stages is
-  the learned prior/attention mixture (``mix='learned'``), ``'<X>'`` alone attention only
-  (``mix='att'``); a stage-1 ``X`` of ``gedi-att`` / ``phenom-att`` reads the prior aggregation
+  ``attention_types`` is the tuner's ``'<attention_type1>++<attention_type2>'``
+  (one of :data:`REFERENCE_ATTENTION_TYPES` or the ``hgat`` variant):
+  ``'<prior>+<X>'`` in both stages is the learned prior/attention mixture
+  (``mix='learned'``), ``'<X>'`` alone attention only (``mix='att'``); a stage-1
+  ``X`` of ``gedi-att`` / ``phenom-att`` reads the prior aggregation
   (``stage1_receivers='prior'``), ``hgat`` the previous layer's hyperedge states
-  (``'previous'``); stage 2's ``X`` is ``att`` (HyperGCN has one stage: its string repeats).
-  ``kwargs`` are accepted for the other reference arguments and ignored.
+  (``'previous'``); stage 2's ``X`` is ``att`` (HyperGCN has one stage: its
+  string repeats). ``kwargs`` are accepted for the other reference arguments and
+  ignored.
 
   Args:
     backbone: ``'gedi'``, ``'hgnn'``, ``'hypergcn'`` or ``'phenomnn'``.
@@ -245,30 +289,44 @@ def reference_config(
     ValueError: a combination the models here do not express.
   """
   if backbone not in _PRIOR_TYPE:
-    raise ValueError(f"backbone must be one of {sorted(_PRIOR_TYPE)}, got {backbone!r}")
+    raise ValueError(
+      f"backbone must be one of {sorted(_PRIOR_TYPE)}, got {backbone!r}"
+    )
   del kwargs
   parts = str(attention_types).split("++")
   if len(parts) != 2:
-    raise ValueError(f"attention_types must be '<type1>++<type2>', got {attention_types!r}")
+    raise ValueError(
+      f"attention_types must be '<type1>++<type2>', got {attention_types!r}"
+    )
   prior = _PRIOR_TYPE[backbone]
   t1, t2 = (p.split("+") for p in parts)
   if (
-    len(t1) != len(t2) or len(t1) not in (1, 2) or (len(t1) == 2 and (t1[0], t2[0]) != (prior,) * 2)
+    len(t1) != len(t2)
+    or len(t1) not in (1, 2)
+    or (len(t1) == 2 and (t1[0], t2[0]) != (prior,) * 2)
   ):
     raise ValueError(
-      f"attention_types {attention_types!r}: expected '{prior}+X++{prior}+Y' or 'X++Y'"
+      f"attention_types {attention_types!r}: expected '{prior}+X++{prior}+Y' "
+      "or 'X++Y'"
     )
   x1, x2 = t1[-1], t2[-1]
-  att1 = {"att": "att", "hgat": "previous", "gedi-att": "prior", "phenom-att": "prior"}
+  att1 = {
+    "att": "att",
+    "hgat": "previous",
+    "gedi-att": "prior",
+    "phenom-att": ("prior"),
+  }
   if backbone == "hypergcn":
     if x1 != "att" or x2 != "att":
-      raise ValueError(f"HyperGCN's attention type is 'att', got {attention_types!r}")
+      raise ValueError(
+        f"HyperGCN's attention type is 'att', got {attention_types!r}"
+      )
     recv = "prior"
   else:
     if x1 not in ("hgat", f"{prior}-att") or x2 != "att":
       raise ValueError(
-        f"attention_types {attention_types!r}: stage 1 must use '{prior}-att' or 'hgat', "
-        "stage 2 'att'"
+        f"attention_types {attention_types!r}: stage 1 must use '{prior}-att' "
+        "or 'hgat', stage 2 'att'"
       )
     recv = att1[x1]
   return PandaConfig(

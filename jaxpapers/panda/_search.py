@@ -1,17 +1,19 @@
-"""An equal-budget random search over PANDA and vanilla backbones: seeded trial draws and a
-cache of compiled trial programs.
+"""An equal-budget random search over PANDA and vanilla backbones: seeded trial
+draws and a cache of compiled trial programs.
 
-Trial ``t`` is drawn from ``numpy.random.default_rng([seed, t])`` with exactly one uniform
-number per parameter, in the fixed order :data:`SEARCH_SPACE_ORDER`, whatever the backbone or
-arm: every (backbone, arm) sees the same trial list, and a parameter an arm does not have
-(``heads`` for vanilla, PhenomNN's parameters for the other backbones, ``num_layers`` for
-PhenomNN, whose depth is its unrolled steps) is drawn and then left out
-(:func:`applicable_hparams`) without shifting the other draws. The draws are prefix-stable: a
-search with more trials starts with the trials of one with fewer.
+Trial ``t`` is drawn from ``numpy.random.default_rng([seed, t])`` with exactly
+one uniform number per parameter, in the fixed order :data:`SEARCH_SPACE_ORDER`,
+whatever the backbone or arm: every (backbone, arm) sees the same trial list,
+and a parameter an arm does not have (``heads`` for vanilla, PhenomNN's
+parameters for the other backbones, ``num_layers`` for PhenomNN, whose depth is
+its unrolled steps) is drawn and then left out (:func:`applicable_hparams`)
+without shifting the other draws. The draws are prefix-stable: a search with
+more trials starts with the trials of one with fewer.
 
-lr, weight decay, dropout and PhenomNN's lambdas are traced (:data:`TRACED_TRIAL_HPARAMS`), so
-all trials with the same static structure (layers, hidden, heads, PhenomNN's steps:
-:func:`trial_structure`) train on one compiled program, which :class:`TrialCache` keeps.
+lr, weight decay, dropout and PhenomNN's lambdas are traced
+(:data:`TRACED_TRIAL_HPARAMS`), so all trials with the same static structure
+(layers, hidden, heads, PhenomNN's steps: :func:`trial_structure`) train on one
+compiled program, which :class:`TrialCache` keeps.
 
 Example::
 
@@ -39,7 +41,11 @@ from flax import nnx
 from jaxpapers import hypergraph as hg
 from jaxpapers.panda._models import make_model
 from jaxpapers.panda._stage import PandaConfig
-from jaxpapers.panda._train import TRACED_MODEL_HPARAMS, best_val_test, make_trainer
+from jaxpapers.panda._train import (
+  TRACED_MODEL_HPARAMS,
+  best_val_test,
+  make_trainer,
+)
 
 __all__ = [
   "SEARCH_SPACE_ORDER",
@@ -72,10 +78,12 @@ SEARCH_SPACE_ORDER = (
 )
 SEARCH_ARMS = ("vanilla", "panda")
 _KINDS = ("choice", "uniform", "loguniform")
-# Trial values that are traced (one compiled program serves them all); the rest are static.
+# Trial values that are traced (one compiled program serves them all); the rest
+# are static.
 TRACED_TRIAL_HPARAMS = ("lr", "wd", *TRACED_MODEL_HPARAMS)
-# The values a structure's model is built with; the traced ones replace them at run time
-# (a non-zero dropout, so that every dropout layer exists: see ``panda.with_hparams``).
+# The values a structure's model is built with; the traced ones replace them at
+# run time (a non-zero dropout, so that every dropout layer exists: see
+# ``panda.with_hparams``).
 _NOMINAL = dict(dropout=0.5, lam0=1.0, lam1=1.0)
 
 
@@ -83,24 +91,31 @@ def _check_cell(data, backbone, arm) -> None:
   if not isinstance(data, hg.HypergraphData):
     raise TypeError(f"data must be a HypergraphData, got {type(data).__name__}")
   if backbone not in hg.BACKBONES:
-    raise ValueError(f"backbone must be one of {sorted(hg.BACKBONES)}, got {backbone!r}")
+    raise ValueError(
+      f"backbone must be one of {sorted(hg.BACKBONES)}, got {backbone!r}"
+    )
   if arm not in SEARCH_ARMS:
     raise ValueError(f"arm must be one of {SEARCH_ARMS}, got {arm!r}")
 
 
 def check_search_space(space: Mapping[str, Sequence[Any]]) -> None:
-  """Raises a ValueError naming the parameter when ``space`` is not a valid search space.
+  """Raises a ValueError naming the parameter when ``space`` is not a valid
+  search space.
 
   Args:
-    space: maps every name of :data:`SEARCH_SPACE_ORDER` to ``('choice', (v0, v1, ...))``,
-      ``('uniform', lo, hi)`` or ``('loguniform', lo, hi)`` (``0 < lo`` for log-uniform).
+    space: maps every name of :data:`SEARCH_SPACE_ORDER` to
+      ``('choice', (v0, v1, ...))``, ``('uniform', lo, hi)`` or
+      ``('loguniform', lo, hi)`` (``0 < lo`` for log-uniform).
 
   Raises:
     ValueError: a parameter is missing or its entry is malformed.
   """
   missing = [k for k in SEARCH_SPACE_ORDER if k not in space]
   if missing:
-    raise ValueError(f"config.space lacks {missing}; it needs every one of {SEARCH_SPACE_ORDER}")
+    raise ValueError(
+      f"config.space lacks {missing}; it needs every one of "
+      f"{SEARCH_SPACE_ORDER}"
+    )
   for name in SEARCH_SPACE_ORDER:
     spec = tuple(space[name])
     kind = spec[0] if spec else None
@@ -110,25 +125,37 @@ def check_search_space(space: Mapping[str, Sequence[Any]]) -> None:
         "(e.g. ('choice', (64, 128)), ('loguniform', 1e-3, 1e-1))"
       )
     if kind == "choice":
-      if len(spec) != 2 or not isinstance(spec[1], (tuple, list)) or not spec[1]:
-        raise ValueError(f"config.space[{name!r}] must be ('choice', (v0, ...)), got {spec!r}")
+      if (
+        len(spec) != 2 or not isinstance(spec[1], (tuple, list)) or not spec[1]
+      ):
+        raise ValueError(
+          f"config.space[{name!r}] must be ('choice', (v0, ...)), got {spec!r}"
+        )
     else:
-      if len(spec) != 3 or not all(isinstance(v, (int, float)) for v in spec[1:]):
-        raise ValueError(f"config.space[{name!r}] must be ({kind!r}, lo, hi), got {spec!r}")
+      if len(spec) != 3 or not all(
+        isinstance(v, (int, float)) for v in spec[1:]
+      ):
+        raise ValueError(
+          f"config.space[{name!r}] must be ({kind!r}, lo, hi), got {spec!r}"
+        )
       lo, hi = spec[1], spec[2]
       if not lo <= hi or (kind == "loguniform" and lo <= 0):
         raise ValueError(
-          f"config.space[{name!r}]: need {'0 < ' if kind == 'loguniform' else ''}lo <= hi, "
-          f"got lo={lo}, hi={hi}"
+          f"config.space[{name!r}]: need "
+          f"{'0 < ' if kind == 'loguniform' else ''}lo <= hi, got lo={lo}, "
+          f"hi={hi}"
         )
 
 
-def draw_trial(space: Mapping[str, Sequence[Any]], seed: int, trial: int) -> dict[str, Any]:
-  """Trial ``trial``'s values of every parameter in :data:`SEARCH_SPACE_ORDER` (seeded, arm-free).
+def draw_trial(
+  space: Mapping[str, Sequence[Any]], seed: int, trial: int
+) -> dict[str, Any]:
+  """Trial ``trial``'s values of every parameter in :data:`SEARCH_SPACE_ORDER`
+  (seeded, arm-free).
 
-  One ``u ~ U[0, 1)`` per parameter from ``default_rng([seed, trial])``: ``choice`` takes option
-  ``floor(u k)``, ``uniform`` ``lo + u (hi - lo)``, ``loguniform``
-  ``exp(log lo + u (log hi - log lo))``.
+  One ``u ~ U[0, 1)`` per parameter from ``default_rng([seed, trial])``:
+  ``choice`` takes option ``floor(u k)``, ``uniform`` ``lo + u (hi - lo)``,
+  ``loguniform`` ``exp(log lo + u (log hi - log lo))``.
 
   Args:
     space: the search space (see :func:`check_search_space`).
@@ -136,13 +163,16 @@ def draw_trial(space: Mapping[str, Sequence[Any]], seed: int, trial: int) -> dic
     trial: the trial index, an int >= 0.
 
   Returns:
-    ``{name: value}`` for every name of :data:`SEARCH_SPACE_ORDER` (Python scalars).
+    ``{name: value}`` for every name of :data:`SEARCH_SPACE_ORDER` (Python
+    scalars).
   """
   check_search_space(space)
   for nm, v in (("seed", seed), ("trial", trial)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
       raise ValueError(f"{nm} must be an int >= 0, got {v!r}")
-  u = np.random.default_rng([int(seed), int(trial)]).random(len(SEARCH_SPACE_ORDER))
+  u = np.random.default_rng([int(seed), int(trial)]).random(
+    len(SEARCH_SPACE_ORDER)
+  )
   out = {}
   for name, ui in zip(SEARCH_SPACE_ORDER, u):
     spec = tuple(space[name])
@@ -158,7 +188,9 @@ def draw_trial(space: Mapping[str, Sequence[Any]], seed: int, trial: int) -> dic
   return out
 
 
-def applicable_hparams(values: Mapping[str, Any], backbone: str, arm: str) -> dict[str, Any]:
+def applicable_hparams(
+  values: Mapping[str, Any], backbone: str, arm: str
+) -> dict[str, Any]:
   """The drawn values that a (backbone, arm) model has.
 
   Args:
@@ -167,13 +199,15 @@ def applicable_hparams(values: Mapping[str, Any], backbone: str, arm: str) -> di
     arm: ``'vanilla'`` or ``'panda'``.
 
   Returns:
-    ``values`` without ``heads`` (vanilla), ``num_layers`` (PhenomNN) or PhenomNN's
-    ``lam0``, ``lam1``, ``phenom_steps`` (the other backbones).
+    ``values`` without ``heads`` (vanilla), ``num_layers`` (PhenomNN) or
+    PhenomNN's ``lam0``, ``lam1``, ``phenom_steps`` (the other backbones).
   """
   if arm not in SEARCH_ARMS:
     raise ValueError(f"arm must be one of {SEARCH_ARMS}, got {arm!r}")
   if backbone not in hg.BACKBONES:
-    raise ValueError(f"backbone must be one of {sorted(hg.BACKBONES)}, got {backbone!r}")
+    raise ValueError(
+      f"backbone must be one of {sorted(hg.BACKBONES)}, got {backbone!r}"
+    )
   out = dict(values)
   if arm == "vanilla":
     out.pop("heads")
@@ -186,13 +220,15 @@ def applicable_hparams(values: Mapping[str, Any], backbone: str, arm: str) -> di
 
 
 def select_trial(trials: Sequence[Mapping[str, Any]]) -> int:
-  """Index of the trial with the highest mean validation accuracy (the first one on a tie).
+  """Index of the trial with the highest mean validation accuracy (the first one
+  on a tie).
 
-  Means within 1e-9 of the best count as ties (accuracies are ratios of counts, and a float
-  mean of equal counts in another order can differ in its last bit).
+  Means within 1e-9 of the best count as ties (accuracies are ratios of counts,
+  and a float mean of equal counts in another order can differ in its last bit).
 
   Args:
-    trials: one mapping per trial with ``'val'``, its runs' validation accuracies.
+    trials: one mapping per trial with ``'val'``, its runs' validation
+      accuracies.
 
   Returns:
     The selected trial's position in ``trials``.
@@ -204,19 +240,26 @@ def select_trial(trials: Sequence[Mapping[str, Any]]) -> int:
 
 
 def trial_structure(hp: Mapping[str, Any]) -> tuple:
-  """The static part of a trial's values (layers, hidden, heads, PhenomNN steps), sorted.
+  """The static part of a trial's values (layers, hidden, heads, PhenomNN
+  steps), sorted.
 
-  Trials of one (dataset, backbone, arm) with equal structures share one compiled program.
+  Trials of one (dataset, backbone, arm) with equal structures share one
+  compiled program.
 
   Args:
     hp: a trial's applicable values (:func:`applicable_hparams`).
 
   Returns:
-    ``((name, value), ...)`` of the values not in :data:`TRACED_TRIAL_HPARAMS`, by name.
+    ``((name, value), ...)`` of the values not in :data:`TRACED_TRIAL_HPARAMS`,
+    by name.
   """
   if not isinstance(hp, Mapping):
-    raise TypeError(f"hp must be a mapping of a trial's values, got {type(hp).__name__}")
-  return tuple(sorted((k, v) for k, v in hp.items() if k not in TRACED_TRIAL_HPARAMS))
+    raise TypeError(
+      f"hp must be a mapping of a trial's values, got {type(hp).__name__}"
+    )
+  return tuple(
+    sorted((k, v) for k, v in hp.items() if k not in TRACED_TRIAL_HPARAMS)
+  )
 
 
 def trial_model_fn(
@@ -227,31 +270,41 @@ def trial_model_fn(
   Args:
     data: the backbone's input (:func:`jaxpapers.hypergraph.backbone_input`).
     backbone: the backbone name.
-    arm: ``'vanilla'`` or ``'panda'`` (a :class:`PandaConfig` with the trial's ``heads``).
+    arm: ``'vanilla'`` or ``'panda'`` (a :class:`PandaConfig` with the trial's
+      ``heads``).
     hp: the trial's applicable values (:func:`applicable_hparams`).
 
   Returns:
     A function building the model from its parameter streams.
   """
   _check_cell(data, backbone, arm)
-  kw: dict[str, Any] = dict(hidden=int(hp["hidden"]), dropout=float(hp["dropout"]))
+  kw: dict[str, Any] = dict(
+    hidden=int(hp["hidden"]), dropout=float(hp["dropout"])
+  )
   if backbone == "phenomnn":
-    kw.update(num_steps=int(hp["phenom_steps"]), lam0=float(hp["lam0"]), lam1=float(hp["lam1"]))
+    kw.update(
+      num_steps=int(hp["phenom_steps"]),
+      lam0=float(hp["lam0"]),
+      lam1=float(hp["lam1"]),
+    )
   else:
     kw["num_layers"] = int(hp["num_layers"])
   cfg = None if arm == "vanilla" else PandaConfig(heads=int(hp["heads"]))
   f, k = int(data.x.shape[1]), data.num_classes
-  return lambda rngs: make_model(backbone, cfg, in_features=f, num_classes=k, rngs=rngs, **kw)
+  return lambda rngs: make_model(
+    backbone, cfg, in_features=f, num_classes=k, rngs=rngs, **kw
+  )
 
 
 def structure_model_fn(
   data: hg.HypergraphData, backbone: str, arm: str, hp: Mapping[str, Any]
 ) -> Callable[[nnx.Rngs], nnx.Module]:
-  """``rngs -> model`` of ``hp``'s structure, the one its trials' compiled program trains.
+  """``rngs -> model`` of ``hp``'s structure, the one its trials' compiled
+  program trains.
 
-  The traced values (dropout, PhenomNN's lam0 and lam1) are set to nominal ones: every trial
-  of the structure passes its own at run time, so the program does not depend on which trial
-  built it.
+  The traced values (dropout, PhenomNN's lam0 and lam1) are set to nominal ones:
+  every trial of the structure passes its own at run time, so the program does
+  not depend on which trial built it.
 
   Args:
     data: the backbone's input.
@@ -276,14 +329,23 @@ def trial_keys(seed: int, phase: int, index: int, runs: int) -> jax.Array:
     runs: how many keys.
 
   Returns:
-    ``[runs]`` typed keys ``fold_in(fold_in(fold_in(key(seed), phase), index), s)``.
+    ``[runs]`` typed keys ``fold_in(fold_in(fold_in(key(seed), phase), index),
+    s)``.
   """
   for nm, v in (("seed", seed), ("index", index), ("runs", runs)):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (nm == "runs"):
+    if (
+      isinstance(v, bool)
+      or not isinstance(v, (int, np.integer))
+      or v < (nm == "runs")
+    ):
       raise ValueError(f"{nm} must be an int >= {int(nm == 'runs')}, got {v!r}")
   if phase not in (0, 1) or isinstance(phase, bool):
-    raise ValueError(f"phase must be 0 (search trial) or 1 (final re-run), got {phase!r}")
-  base = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), phase), index)
+    raise ValueError(
+      f"phase must be 0 (search trial) or 1 (final re-run), got {phase!r}"
+    )
+  base = jax.random.fold_in(
+    jax.random.fold_in(jax.random.key(seed), phase), index
+  )
   return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(runs))
 
 
@@ -297,7 +359,10 @@ def count_params(model_fn: Callable[[nnx.Rngs], nnx.Module]) -> int:
     The number of scalars in the model's ``nnx.Param`` leaves.
   """
   if not callable(model_fn):
-    raise TypeError(f"model_fn must be a callable rngs -> model, got {type(model_fn).__name__}")
+    raise TypeError(
+      "model_fn must be a callable rngs -> model, "
+      f"got {type(model_fn).__name__}"
+    )
   state = nnx.state(nnx.eval_shape(lambda: model_fn(nnx.Rngs(0))), nnx.Param)
   return int(sum(np.prod(x.shape) for x in jax.tree.leaves(state)))
 
@@ -311,27 +376,31 @@ def match_hidden(
   *,
   max_hidden: int = 4096,
 ) -> tuple[int, int]:
-  r"""The ``hidden`` width that brings a trial's model closest to ``target`` parameters.
+  r"""The ``hidden`` width that brings a trial's model closest to ``target``
+  parameters.
 
-  The parameter count :math:`P(h)` of :func:`trial_model_fn` with ``hidden = h`` (every other
-  value of ``hp`` kept) is non-decreasing in ``h``; bisection finds the smallest
-  :math:`h^+` with :math:`P(h^+) \ge` ``target``, and the result is whichever of
-  :math:`h^+ - 1` and :math:`h^+` has the smaller :math:`|P(h) / \mathrm{target} - 1|` (the
-  smaller width on a tie). An equal-parameter search gives the PANDA arm of a trial the width
-  at which it has as many parameters as the vanilla arm of the same draw.
+  The parameter count :math:`P(h)` of :func:`trial_model_fn` with ``hidden = h``
+  (every other value of ``hp`` kept) is non-decreasing in ``h``; bisection finds
+  the smallest :math:`h^+` with :math:`P(h^+) \ge` ``target``, and the result is
+  whichever of :math:`h^+ - 1` and :math:`h^+` has the smaller :math:`|P(h) /
+  \mathrm{target} - 1|` (the smaller width on a tie). An equal-parameter search
+  gives the PANDA arm of a trial the width at which it has as many parameters as
+  the vanilla arm of the same draw.
 
   Args:
     data: the backbone's input (:func:`jaxpapers.hypergraph.backbone_input`).
     backbone: the backbone name.
     arm: ``'vanilla'`` or ``'panda'``.
-    hp: the trial's applicable values (:func:`applicable_hparams`); ``hidden`` is replaced.
+    hp: the trial's applicable values (:func:`applicable_hparams`); ``hidden``
+      is replaced.
     target: the parameter count to match, an int >= 1.
     max_hidden: the widest width tried (an int >= 1).
 
   Returns:
-    ``(hidden, params)``: the chosen width and its model's trainable parameter count. The
-    caller checks the ratio ``params / target``; it is far from 1 only when even ``hidden = 1``
-    has more than ``target`` parameters or ``max_hidden`` has fewer.
+    ``(hidden, params)``: the chosen width and its model's trainable parameter
+    count. The caller checks the ratio ``params / target``; it is far from 1
+    only when even ``hidden = 1`` has more than ``target`` parameters or
+    ``max_hidden`` has fewer.
   """
   for nm, v, lo in (("target", target, 1), ("max_hidden", max_hidden, 1)):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
@@ -340,7 +409,9 @@ def match_hidden(
 
   def p(h: int) -> int:
     if h not in memo:
-      memo[h] = count_params(trial_model_fn(data, backbone, arm, dict(hp, hidden=h)))
+      memo[h] = count_params(
+        trial_model_fn(data, backbone, arm, dict(hp, hidden=h))
+      )
     return memo[h]
 
   lo, hi = 1, int(max_hidden)
@@ -358,15 +429,17 @@ def match_hidden(
 
 
 class TrialCache:
-  """The compiled trial programs of one (data, backbone), one per arm and structure.
+  """The compiled trial programs of one (data, backbone), one per arm and
+  structure.
 
-  :meth:`train` runs a trial's values on given splits and keys, in batches of ``runs`` vmapped
-  runs (the last one padded by repeating its last run), so that a final re-run of a trial's
-  configuration reuses the trial's compiled program; a run's result does not depend on the
-  other runs of its batch. ``runs_per_program`` makes the program's batch smaller: the same
-  runs, keys and splits then go through it a few at a time, which divides the memory one call
-  holds (every run's temporaries) at no extra arithmetic; results agree up to float rounding,
-  since a vmapped matrix product may sum in another order.
+  :meth:`train` runs a trial's values on given splits and keys, in batches of
+  ``runs`` vmapped runs (the last one padded by repeating its last run), so that
+  a final re-run of a trial's configuration reuses the trial's compiled program;
+  a run's result does not depend on the other runs of its batch.
+  ``runs_per_program`` makes the program's batch smaller: the same runs, keys
+  and splits then go through it a few at a time, which divides the memory one
+  call holds (every run's temporaries) at no extra arithmetic; results agree up
+  to float rounding, since a vmapped matrix product may sum in another order.
 
   Args:
     data: the backbone's input (:func:`jaxpapers.hypergraph.backbone_input`).
@@ -374,7 +447,8 @@ class TrialCache:
     epochs: epochs per run.
     runs: runs per batch (a search trial's splits).
     fast_compile: compile with :data:`jaxpapers.panda.FAST_COMPILE`.
-    runs_per_program: None (``runs``) or a positive int, the runs per program call.
+    runs_per_program: None (``runs``) or a positive int, the runs per program
+      call.
   """
 
   def __init__(
@@ -395,22 +469,27 @@ class TrialCache:
     if rpp is not None and (
       isinstance(rpp, bool) or not isinstance(rpp, (int, np.integer)) or rpp < 1
     ):
-      raise ValueError(f"runs_per_program must be None or a positive int, got {rpp!r}")
+      raise ValueError(
+        f"runs_per_program must be None or a positive int, got {rpp!r}"
+      )
     self.data, self.backbone, self.epochs = data, backbone, int(epochs)
     self.fast_compile = bool(fast_compile)
     self.batch = int(runs) if rpp is None else min(int(rpp), int(runs))
     self._programs: dict[tuple, tuple[Callable[..., Any], int]] = {}
 
-  def program(self, arm: str, hp: Mapping[str, Any]) -> tuple[Callable[..., Any], int]:
-    """The compiled trainer and parameter count of ``hp``'s structure (built once).
+  def program(
+    self, arm: str, hp: Mapping[str, Any]
+  ) -> tuple[Callable[..., Any], int]:
+    """The compiled trainer and parameter count of ``hp``'s structure (built
+    once).
 
     Args:
       arm: ``'vanilla'`` or ``'panda'``.
       hp: the trial's applicable values.
 
     Returns:
-      ``(trainer, params)``: :func:`jaxpapers.panda.make_trainer`'s function and the model's
-      trainable parameter count.
+      ``(trainer, params)``: :func:`jaxpapers.panda.make_trainer`'s function and
+      the model's trainable parameter count.
     """
     key = (arm, trial_structure(hp))
     if key not in self._programs:
@@ -425,19 +504,26 @@ class TrialCache:
     return len(self._programs)
 
   def train(
-    self, arm: str, hp: Mapping[str, Any], keys: jax.Array, splits: Sequence[int] | np.ndarray
+    self,
+    arm: str,
+    hp: Mapping[str, Any],
+    keys: jax.Array,
+    splits: Sequence[int] | np.ndarray,
   ) -> dict[str, Any]:
-    """Runs ``hp`` on ``splits[i]`` with ``keys[i]``; per-run best-validation results.
+    """Runs ``hp`` on ``splits[i]`` with ``keys[i]``; per-run best-validation
+    results.
 
     Args:
       arm: ``'vanilla'`` or ``'panda'``.
-      hp: the trial's applicable values (lr, wd and the traced model values included).
+      hp: the trial's applicable values (lr, wd and the traced model values
+        included).
       keys: ``[N]`` typed keys, one per run.
       splits: ``[N]`` split indices, one per run.
 
     Returns:
-      ``dict(val, test, epoch, params)``: per run the validation and test accuracy at its
-      best-validation epoch and that epoch (lists of length N), and the parameter count.
+      ``dict(val, test, epoch, params)``: per run the validation and test
+      accuracy at its best-validation epoch and that epoch (lists of length N),
+      and the parameter count.
     """
     run, params = self.program(arm, hp)
     n, b = len(splits), self.batch

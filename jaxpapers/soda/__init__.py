@@ -1,12 +1,13 @@
 """SODA: Optimistic Dual Averaging (arXiv:2605.11172) as optax transformations.
 
-The primary API is the wrapper :func:`soda`, which replaces weight decay of
-any optax optimizer by the anchored ``1/(k+2)`` primal average
-``x_{k+1} = x_k + u_k - (x_k - z_0)/(k+2)``. The standalone LMO-based
-optimizers of the paper (:func:`moda`, :func:`soda_lmo`) and their building
-blocks are also exported, with the paper's horizon study (:func:`horizon_optimizer`,
-:func:`wsd_schedule`, :func:`digits_task`, :func:`lm_task`) and the functions that read its
-results (:func:`best_run`, :func:`horizon_gaps`, :func:`wd_transfer`, :func:`grid_edges`).
+The primary API is the wrapper :func:`soda`, which replaces weight decay of any
+optax optimizer by the anchored ``1/(k+2)`` primal average ``x_{k+1} = x_k +
+u_k - (x_k - z_0)/(k+2)``. The standalone LMO-based optimizers of the paper
+(:func:`moda`, :func:`soda_lmo`) and their building blocks are also exported,
+with the paper's horizon study (:func:`horizon_optimizer`, :func:`wsd_schedule`,
+:func:`digits_task`, :func:`lm_task`) and the functions that read its results
+(:func:`best_run`, :func:`horizon_gaps`, :func:`wd_transfer`,
+:func:`grid_edges`).
 """
 
 from jaxpapers.soda._horizon import (
@@ -39,7 +40,12 @@ from jaxpapers.soda._standalone import (
   soda_muon,
   soda_nadam,
 )
-from jaxpapers.soda._study import best_run, grid_edges, horizon_gaps, wd_transfer
+from jaxpapers.soda._study import (
+  best_run,
+  grid_edges,
+  horizon_gaps,
+  wd_transfer,
+)
 from jaxpapers.soda._sweep import grid_mesh, horizon_hparams, horizon_sweep
 from jaxpapers.soda._wrapper import SodaState, soda
 

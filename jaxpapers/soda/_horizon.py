@@ -1,11 +1,14 @@
-"""The horizon study of the paper: its tasks, schedule and the optimizer families compared.
+"""The horizon study of the paper: its tasks, schedule and the optimizer
+families compared.
 
-Does SODA (learning rate tuned, no weight decay) keep up with a base optimizer tuned over
-learning rate x weight decay at every training horizon? The pieces a user needs to run that
-comparison on their own grid: the warmup-stable-decay schedule (:func:`wsd_schedule`), the four
-optimizer families (:func:`horizon_optimizer`: AdamW, SODA(AdamW), Muon, SODA(Muon)), and two
-tasks as pure per-run functions: an MLP on sklearn's 8x8 digits (:func:`digits_task`) and a
-small GPT on bytes of text or on GPT-2 token shards (:func:`lm_task`, :func:`load_token_shards`).
+Does SODA (learning rate tuned, no weight decay) keep up with a base optimizer
+tuned over learning rate x weight decay at every training horizon? The pieces a
+user needs to run that comparison on their own grid: the warmup-stable-decay
+schedule (:func:`wsd_schedule`), the four optimizer families
+(:func:`horizon_optimizer`: AdamW, SODA(AdamW), Muon, SODA(Muon)), and two tasks
+as pure per-run functions: an MLP on sklearn's 8x8 digits (:func:`digits_task`)
+and a small GPT on bytes of text or on GPT-2 token shards (:func:`lm_task`,
+:func:`load_token_shards`).
 
 References:
   Pethick, Xie, Machacek, Cevher. *Optimistic Dual Averaging Unifies Modern
@@ -33,27 +36,37 @@ FAMILIES = ("adamw", "soda_adamw", "muon", "soda_muon")
 
 
 def _check_int(value: Any, name: str, low: int = 1) -> None:
-  if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+  if (
+    not isinstance(value, numbers.Integral)
+    or isinstance(value, bool)
+    or value < low
+  ):
     raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
 
 
 def _check_frac(value: Any, name: str) -> None:
-  if not isinstance(value, (int, float, np.floating)) or not 0.0 <= float(value) <= 1.0:
+  if (
+    not isinstance(value, (int, float, np.floating))
+    or not 0.0 <= float(value) <= 1.0
+  ):
     raise ValueError(f"{name} must be a fraction in [0, 1], got {value!r}")
 
 
-def wsd_schedule(peak: Any, total: Any, warmup_frac: float, cooldown_frac: float) -> optax.Schedule:
+def wsd_schedule(
+  peak: Any, total: Any, warmup_frac: float, cooldown_frac: float
+) -> optax.Schedule:
   """Warmup-stable-decay: linear warmup, constant, then linear decay to 0.
 
   ``lr(c) = peak * min(min(1, (c + 1) / W), clip((total - c) / D, 0, 1))`` with
-  ``W = max(1, round(warmup_frac * total))`` (no warmup when ``warmup_frac = 0``) and
-  ``D = max(1, round(cooldown_frac * total))``.
+  ``W = max(1, round(warmup_frac * total))`` (no warmup when
+  ``warmup_frac = 0``) and ``D = max(1, round(cooldown_frac * total))``.
 
   Args:
     peak: the peak learning rate (may be traced).
     total: the horizon in steps (may be traced).
     warmup_frac: share of ``total`` spent warming up, in ``[0, 1]`` (static).
-    cooldown_frac: share of ``total`` spent decaying to 0, in ``[0, 1]`` (static).
+    cooldown_frac: share of ``total`` spent decaying to 0, in ``[0, 1]``
+      (static).
 
   Returns:
     An optax schedule ``count -> float32[]``.
@@ -88,17 +101,20 @@ def horizon_optimizer(
   """The optimizer of one run of the horizon study, on a :func:`wsd_schedule`.
 
   Args:
-    family: ``'adamw'`` (decoupled weight decay ``hp['wd']``), ``'soda_adamw'`` (:func:`soda`
-      around AdamW without weight decay), ``'muon'`` (optax's Muon on the ``hidden_mask``
-      matrices, weight decay ``hp['wd']``, Adam at ``hp['adam_lr']`` elsewhere) or
-      ``'soda_muon'`` (SODA on Muon's matrices, no weight decay).
-    hp: ``{"lr", "total"}`` and, as the family needs, ``"wd"`` and ``"adam_lr"``; the values
-      may be traced (one compiled step serves a whole grid).
+    family: ``'adamw'`` (decoupled weight decay ``hp['wd']``), ``'soda_adamw'``
+      (:func:`soda` around AdamW without weight decay), ``'muon'`` (optax's Muon
+      on the ``hidden_mask`` matrices, weight decay ``hp['wd']``, Adam at
+      ``hp['adam_lr']`` elsewhere) or ``'soda_muon'`` (SODA on Muon's matrices,
+      no weight decay).
+    hp: ``{"lr", "total"}`` and, as the family needs, ``"wd"`` and
+      ``"adam_lr"``; the values may be traced (one compiled step serves a whole
+      grid).
     b1: Adam's first-moment decay.
     b2: Adam's second-moment decay.
     warmup_frac: the schedule's warmup share.
     cooldown_frac: the schedule's cooldown share.
-    hidden_mask: ``params -> bool pytree`` of the matrices Muon acts on (the Muon families).
+    hidden_mask: ``params -> bool pytree`` of the matrices Muon acts on (the
+      Muon families).
 
   Returns:
     An optax ``GradientTransformation``.
@@ -112,9 +128,12 @@ def horizon_optimizer(
   if family == "soda_adamw":
     return soda(optax.adamw(lr, b1=b1, b2=b2, weight_decay=0.0))
   if family in ("muon", "soda_muon") and hidden_mask is not None:
-    adam_lr = wsd_schedule(hp["adam_lr"], hp["total"], warmup_frac, cooldown_frac)
+    adam_lr = wsd_schedule(
+      hp["adam_lr"], hp["total"], warmup_frac, cooldown_frac
+    )
     dims = lambda p: jax.tree.map(
-      lambda h: optax.contrib.MuonDimensionNumbers() if h else None, hidden_mask(p)
+      lambda h: optax.contrib.MuonDimensionNumbers() if h else None,
+      hidden_mask(p),
     )
     base = optax.contrib.muon(
       lr,
@@ -127,13 +146,15 @@ def horizon_optimizer(
     )
     return base if family == "muon" else soda(base, mask=hidden_mask)
   raise ValueError(
-    f"family must be one of {FAMILIES} (the Muon families need hidden_mask), got {family!r}"
+    f"family must be one of {FAMILIES} (the Muon families need hidden_mask), "
+    f"got {family!r}"
   )
 
 
 def load_digits_split(num_train: int = 1000, seed: int = 0):
-  """sklearn's 8x8 digits, shuffled, standardised by the training rows: ``((x [n, 64], y [n]),
-  (x_test, y_test))``, the first ``num_train`` of 1797 rows for training."""
+  """sklearn's 8x8 digits, shuffled, standardised by the training rows: ``((x
+  [n, 64], y [n]), (x_test, y_test))``, the first ``num_train`` of 1797 rows for
+  training."""
   from sklearn.datasets import load_digits
 
   x, y = load_digits(return_X_y=True)
@@ -176,31 +197,36 @@ def _matrices_except(params: Any, *names: str) -> Any:
 
 
 def mlp_hidden_mask(params: Any) -> Any:
-  """Muon's matrices in a :class:`DigitsMLP`: its hidden kernels, not its output layer.
+  """Muon's matrices in a :class:`DigitsMLP`: its hidden kernels, not its output
+  layer.
 
   Args:
     params: the MLP's parameter pytree.
 
   Returns:
-    A bool pytree of the same structure (for ``horizon_optimizer(hidden_mask=)``).
+    A bool pytree of the same structure (for
+    ``horizon_optimizer(hidden_mask=)``).
   """
   return _matrices_except(params, "out")
 
 
 def gpt_hidden_mask(params: Any) -> Any:
-  """Muon's matrices in a :class:`GPT`: every 2-D kernel but the embeddings and the head.
+  """Muon's matrices in a :class:`GPT`: every 2-D kernel but the embeddings and
+  the head.
 
   Args:
     params: the GPT's parameter pytree.
 
   Returns:
-    A bool pytree of the same structure (for ``horizon_optimizer(hidden_mask=)``).
+    A bool pytree of the same structure (for
+    ``horizon_optimizer(hidden_mask=)``).
   """
   return _matrices_except(params, "embed", "pos", "head")
 
 
 def _load_text(text_path: str = "") -> np.ndarray:
-  """``uint8[n]`` bytes of a text file; ``''``: the standard library's pydoc topics."""
+  """``uint8[n]`` bytes of a text file; ``''``: the standard library's pydoc
+  topics."""
   if text_path:
     return np.frombuffer(pathlib.Path(text_path).read_bytes(), np.uint8)
   import pydoc_data.topics as topics
@@ -209,8 +235,9 @@ def _load_text(text_path: str = "") -> np.ndarray:
   return np.frombuffer(text.encode("utf-8"), np.uint8)
 
 
-# Token shards of the reference run's FineWeb preprocessing (the llm.c layout): 256 int32
-# (magic, version, number of tokens, zeros), then that many little-endian uint16 GPT-2 ids.
+# Token shards of the reference run's FineWeb preprocessing (the llm.c layout):
+# 256 int32 (magic, version, number of tokens, zeros), then that many
+# little-endian uint16 GPT-2 ids.
 SHARD_MAGIC, SHARD_VERSION, SHARD_HEADER_INTS = 20240520, 1, 256
 
 
@@ -218,8 +245,8 @@ def read_token_shard(path: str | os.PathLike) -> np.ndarray:
   """One token shard (the llm.c layout) as a read-only memory map.
 
   Args:
-    path: the ``.bin`` file: 256 int32 (magic 20240520, version 1, token count, zeros), then
-      that many little-endian uint16 GPT-2 token ids.
+    path: the ``.bin`` file: 256 int32 (magic 20240520, version 1, token count,
+      zeros), then that many little-endian uint16 GPT-2 token ids.
 
   Returns:
     ``uint16[n]`` read-only memory map.
@@ -231,8 +258,9 @@ def read_token_shard(path: str | os.PathLike) -> np.ndarray:
   header = np.fromfile(path, dtype="<i4", count=SHARD_HEADER_INTS)
   if header.size < 3 or header[0] != SHARD_MAGIC or header[1] != SHARD_VERSION:
     raise ValueError(
-      f"{path}: not a token shard (expected a 256-int32 header starting with magic "
-      f"{SHARD_MAGIC} and version {SHARD_VERSION}; got {header[:3].tolist()})."
+      f"{path}: not a token shard (expected a 256-int32 header starting with "
+      f"magic {SHARD_MAGIC} and version {SHARD_VERSION}; "
+      f"got {header[:3].tolist()})."
     )
   n, offset = int(header[2]), 4 * SHARD_HEADER_INTS
   if path.stat().st_size < offset + 2 * n:
@@ -240,13 +268,16 @@ def read_token_shard(path: str | os.PathLike) -> np.ndarray:
   return np.memmap(path, dtype="<u2", mode="r", offset=offset, shape=(n,))
 
 
-def load_token_shards(data_dir: str | os.PathLike, split: str, max_tokens: int = 0) -> np.ndarray:
+def load_token_shards(
+  data_dir: str | os.PathLike, split: str, max_tokens: int = 0
+) -> np.ndarray:
   """The ``*{split}*.bin`` shards under ``data_dir`` joined in name order.
 
   Args:
     data_dir: the folder of shards (:func:`read_token_shard`).
     split: the name part of the split's files (``'train'``, ``'val'``).
-    max_tokens: keep the first ``max_tokens`` only when > 0 (later shards are not read).
+    max_tokens: keep the first ``max_tokens`` only when > 0 (later shards are
+      not read).
 
   Returns:
     ``uint16[n]`` token ids.
@@ -258,7 +289,9 @@ def load_token_shards(data_dir: str | os.PathLike, split: str, max_tokens: int =
   _check_int(max_tokens, "max_tokens", low=0)
   files = sorted(pathlib.Path(data_dir).glob(f"*{split}*.bin"))
   if not files:
-    raise FileNotFoundError(f"no '*{split}*.bin' token shards under {data_dir}.")
+    raise FileNotFoundError(
+      f"no '*{split}*.bin' token shards under {data_dir}."
+    )
   parts, n = [], 0
   for f in files:
     tok = read_token_shard(f)
@@ -282,7 +315,9 @@ class _Block(nnx.Module):
     self.proj = nnx.Linear(d, d, use_bias=False, rngs=rngs, kernel_init=zeros)
     self.ln2 = nnx.LayerNorm(d, rngs=rngs)
     self.fc = nnx.Linear(d, 4 * d, use_bias=False, rngs=rngs)
-    self.fc_out = nnx.Linear(4 * d, d, use_bias=False, rngs=rngs, kernel_init=zeros)
+    self.fc_out = nnx.Linear(
+      4 * d, d, use_bias=False, rngs=rngs, kernel_init=zeros
+    )
 
   def __call__(self, x: jax.Array) -> jax.Array:  # [B, T, d] -> [B, T, d]
     b, t, d = x.shape
@@ -290,7 +325,9 @@ class _Block(nnx.Module):
     q, k, v = jnp.split(self.qkv(self.ln1(x)), 3, axis=-1)
     q, k, v = (a.reshape(b, t, h, d // h) for a in (q, k, v))  # [B, T, H, dh]
     att = jnp.einsum("bqhd,bkhd->bhqk", q, k) / jnp.sqrt(d // h)
-    att = jax.nn.softmax(jnp.where(jnp.tril(jnp.ones((t, t), bool)), att, -1e9), axis=-1)
+    att = jax.nn.softmax(
+      jnp.where(jnp.tril(jnp.ones((t, t), bool)), att, -1e9), axis=-1
+    )
     x = x + self.proj(jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, t, d))
     return x + self.fc_out(jax.nn.gelu(self.fc(self.ln2(x))))
 
@@ -298,7 +335,8 @@ class _Block(nnx.Module):
 class GPT(nnx.Module):
   """A GPT: token + learned position embedding, pre-norm blocks, untied head.
 
-  Output projections of the blocks start at zero (each block starts as the identity).
+  Output projections of the blocks start at zero (each block starts as the
+  identity).
 
   Args:
     vocab: vocabulary size.
@@ -309,7 +347,8 @@ class GPT(nnx.Module):
     rngs: the parameters' random keys.
 
   Raises:
-    ValueError: a size that is not a positive int, or ``d`` not a multiple of ``heads``.
+    ValueError: a size that is not a positive int, or ``d`` not a multiple of
+      ``heads``.
   """
 
   def __init__(
@@ -331,14 +370,17 @@ class GPT(nnx.Module):
     ):
       _check_int(v, name)
     if d % heads:
-      raise ValueError(f"d must be a multiple of heads, got d={d}, heads={heads}")
+      raise ValueError(
+        f"d must be a multiple of heads, got d={d}, heads={heads}"
+      )
     self.embed = nnx.Embed(vocab, d, rngs=rngs)
     self.pos = nnx.Param(0.02 * jax.random.normal(rngs.params(), (context, d)))
     self.blocks = nnx.List([_Block(d, heads, rngs=rngs) for _ in range(layers)])
     self.ln_f = nnx.LayerNorm(d, rngs=rngs)
     self.head = nnx.Linear(d, vocab, use_bias=False, rngs=rngs)
 
-  def __call__(self, tokens: jax.Array) -> jax.Array:  # [B, T] int -> [B, T, vocab]
+  # [B, T] int -> [B, T, vocab]
+  def __call__(self, tokens: jax.Array) -> jax.Array:
     x = self.embed(tokens) + self.pos[: tokens.shape[1]]
     for blk in self.blocks:
       x = blk(x)
@@ -351,9 +393,14 @@ def _nll(graphdef: Any, params: Any, x: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def digits_task(
-  *, num_train: int = 1000, data_seed: int = 0, hidden: int = 128, batch_size: int = 32
+  *,
+  num_train: int = 1000,
+  data_seed: int = 0,
+  hidden: int = 128,
+  batch_size: int = 32,
 ) -> dict[str, Any]:
-  """The digits task (a :class:`DigitsMLP` on sklearn's digits) as pure per-run functions.
+  """The digits task (a :class:`DigitsMLP` on sklearn's digits) as pure per-run
+  functions.
 
   Args:
     num_train: training rows of the 1797 (the rest are the test set).
@@ -362,20 +409,29 @@ def digits_task(
     batch_size: rows per step, drawn with replacement.
 
   Returns:
-    ``{"init_params": key -> params, "loss_fn": (params, batch) -> mean NLL, "batch_fn": key
-    -> (x [B, 64], y [B]), "eval_fn": (params, shard=identity) -> [2] (test accuracy, test
-    NLL), "hidden_mask": mlp_hidden_mask, "trivial": {"class_prior_nll",
-    "majority_accuracy"}}`` (the input-independent predictors from the training classes).
+    ``{"init_params": key -> params, "loss_fn": (params, batch) -> mean NLL,
+    "batch_fn": key -> (x [B, 64], y [B]), "eval_fn": (params, shard=identity)
+    -> [2] (test accuracy, test NLL), "hidden_mask": mlp_hidden_mask, "trivial":
+    {"class_prior_nll", "majority_accuracy"}}`` (the input-independent
+    predictors from the training classes).
 
   Raises:
-    ValueError: a size that is not a positive int, or ``num_train`` leaving no test rows.
+    ValueError: a size that is not a positive int, or ``num_train`` leaving no
+      test rows.
   """
-  for name, v in (("num_train", num_train), ("hidden", hidden), ("batch_size", batch_size)):
+  for name, v in (
+    ("num_train", num_train),
+    ("hidden", hidden),
+    ("batch_size", batch_size),
+  ):
     _check_int(v, name)
   if num_train >= 1797:
-    raise ValueError(f"num_train must leave test rows (< 1797), got {num_train}")
+    raise ValueError(
+      f"num_train must leave test rows (< 1797), got {num_train}"
+    )
   (xtr, ytr), (xte, yte) = map(
-    lambda xy: tuple(map(jnp.asarray, xy)), load_digits_split(num_train, data_seed)
+    lambda xy: tuple(map(jnp.asarray, xy)),
+    load_digits_split(num_train, data_seed),
   )
   graphdef, _ = nnx.split(DigitsMLP(hidden, rngs=nnx.Rngs(0)))
 
@@ -388,7 +444,8 @@ def digits_task(
     nll = optax.softmax_cross_entropy_with_integer_labels(logits, yte).mean()
     return jnp.stack([jnp.mean(jnp.argmax(logits, -1) == yte), nll])
 
-  # Input-independent predictors: the training class frequencies (NLL) and the majority class.
+  # Input-independent predictors: the training class frequencies (NLL) and the
+  # majority class.
   prior = np.bincount(np.asarray(ytr), minlength=10) / ytr.shape[0]
   trivial = {
     "class_prior_nll": float(-np.mean(np.log(prior[np.asarray(yte)]))),
@@ -421,11 +478,13 @@ def lm_task(
   max_val_tokens: int = 0,
   eval_batch: int = 0,
 ) -> dict[str, Any]:
-  """The language-model task (a :class:`GPT`) as pure per-run functions, as :func:`digits_task`.
+  """The language-model task (a :class:`GPT`) as pure per-run functions, as
+  :func:`digits_task`.
 
-  Tokens: the ``train`` / ``val`` shards of ``data_dir`` (GPT-2 ids, :func:`load_token_shards`),
-  or else the bytes of ``text_path`` (``''``: the standard library's pydoc topics), 90% for
-  training. Validation reads ``val_windows`` evenly spaced windows of ``context`` tokens.
+  Tokens: the ``train`` / ``val`` shards of ``data_dir`` (GPT-2 ids,
+  :func:`load_token_shards`), or else the bytes of ``text_path`` (``''``: the
+  standard library's pydoc topics), 90% for training. Validation reads
+  ``val_windows`` evenly spaced windows of ``context`` tokens.
 
   Args:
     d_model: the GPT's width.
@@ -439,17 +498,18 @@ def lm_task(
     vocab: the vocabulary with ``data_dir`` (256 for bytes).
     max_train_tokens: train tokens kept from the shards (0: all).
     max_val_tokens: validation tokens kept from the shards (0: all).
-    eval_batch: validation windows per evaluated chunk, dividing ``val_windows`` (0: all).
+    eval_batch: validation windows per evaluated chunk, dividing ``val_windows``
+      (0: all).
 
   Returns:
-    ``{"init_params", "loss_fn", "batch_fn", "eval_fn": (params, shard=identity) ->
-    validation bits per token, "hidden_mask": gpt_hidden_mask, "num_params", "num_chars"
-    (train + validation tokens), "trivial": {"unigram_bits"} (add-one-smoothed train unigram
-    frequencies, bits per token)}``.
+    ``{"init_params", "loss_fn", "batch_fn", "eval_fn": (params, shard=identity)
+    -> validation bits per token, "hidden_mask": gpt_hidden_mask, "num_params",
+    "num_chars" (train + validation tokens), "trivial": {"unigram_bits"}
+    (add-one-smoothed train unigram frequencies, bits per token)}``.
 
   Raises:
-    ValueError: a size that is not a positive int, or ``eval_batch`` not dividing
-      ``val_windows``.
+    ValueError: a size that is not a positive int, or ``eval_batch`` not
+      dividing ``val_windows``.
   """
   for name, v in (
     ("d_model", d_model),
@@ -469,33 +529,61 @@ def lm_task(
     split = int(0.9 * len(tokens))
     train_np, val_tok = tokens[:split], np.asarray(tokens[split:], np.int32)
     vocab, num_chars = 256, len(tokens)
-  train_tok = jnp.asarray(train_np)  # uint8 bytes or uint16 token ids; windows cast to int32
-  # Input-independent predictor: add-one-smoothed train unigram frequencies, in bits/token.
+  # uint8 bytes or uint16 token ids; windows cast to int32
+  train_tok = jnp.asarray(train_np)
+  # Input-independent predictor: add-one-smoothed train unigram frequencies, in
+  # bits/token.
   freq = np.bincount(train_np, minlength=vocab).astype(np.float64) + 1.0
-  trivial = {"unigram_bits": float(-np.mean(np.log2(freq[val_tok] / freq.sum())))}
+  trivial = {
+    "unigram_bits": float(-np.mean(np.log2(freq[val_tok] / freq.sum())))
+  }
   ctx = context
   starts = np.linspace(0, len(val_tok) - ctx - 2, val_windows).astype(int)
-  val_x = jnp.asarray(np.stack([val_tok[s : s + ctx] for s in starts]), jnp.int32)
-  val_y = jnp.asarray(np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]), jnp.int32)
-  make = lambda key: GPT(
-    vocab=vocab, d=d_model, layers=num_layers, heads=num_heads, context=ctx, rngs=nnx.Rngs(key)
+  val_x = jnp.asarray(
+    np.stack([val_tok[s : s + ctx] for s in starts]), jnp.int32
   )
-  graphdef, abstract = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(0))))
-  # Validation in chunks of eval_batch windows (0 = all at once): the activations of one chunk.
+  val_y = jnp.asarray(
+    np.stack([val_tok[s + 1 : s + ctx + 1] for s in starts]), jnp.int32
+  )
+  make = lambda key: GPT(
+    vocab=vocab,
+    d=d_model,
+    layers=num_layers,
+    heads=num_heads,
+    context=ctx,
+    rngs=nnx.Rngs(key),
+  )
+  graphdef, abstract = nnx.split(
+    nnx.eval_shape(lambda: make(jax.random.key(0)))
+  )
+  # Validation in chunks of eval_batch windows (0 = all at once): the
+  # activations of one chunk.
   eval_batch = int(eval_batch) or val_windows
   if val_windows % eval_batch:
-    raise ValueError(f"eval_batch ({eval_batch}) must divide val_windows ({val_windows}), or be 0")
-  val_chunks = (val_x.reshape(-1, eval_batch, ctx), val_y.reshape(-1, eval_batch, ctx))
+    raise ValueError(
+      f"eval_batch ({eval_batch}) must divide val_windows ({val_windows}), "
+      "or be 0"
+    )
+  val_chunks = (
+    val_x.reshape(-1, eval_batch, ctx),
+    val_y.reshape(-1, eval_batch, ctx),
+  )
 
   def batch_fn(key):
     s = jax.random.randint(key, (batch_size,), 0, train_tok.shape[0] - ctx - 1)
-    win = jax.vmap(lambda i: jax.lax.dynamic_slice(train_tok, (i,), (ctx + 1,)))(s)
+    win = jax.vmap(
+      lambda i: jax.lax.dynamic_slice(train_tok, (i,), (ctx + 1,))
+    )(s)
     win = win.astype(jnp.int32)
     return win[:, :-1], win[:, 1:]
 
-  def eval_fn(params, shard=lambda t: t):  # bits per token (per byte for the byte-level text)
-    per_chunk = jax.lax.map(lambda xy: _nll(graphdef, params, *shard(xy)), val_chunks)
-    return per_chunk.mean() / math.log(2.0)  # equal chunks: the mean over every window
+  # bits per token (per byte for the byte-level text)
+  def eval_fn(params, shard=lambda t: t):
+    per_chunk = jax.lax.map(
+      lambda xy: _nll(graphdef, params, *shard(xy)), val_chunks
+    )
+    # equal chunks: the mean over every window
+    return per_chunk.mean() / math.log(2.0)
 
   return dict(
     init_params=lambda key: nnx.split(make(key))[1],

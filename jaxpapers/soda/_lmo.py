@@ -30,7 +30,8 @@ NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
 class LmoDimensionNumbers(NamedTuple):
-  """Which axes of a weight are its input (``d_in``) and output (``d_out``) axes.
+  """Which axes of a weight are its input (``d_in``) and output (``d_out``)
+  axes.
 
   Remaining axes are batch axes (e.g. heads, or stacked layers): the LMO is
   applied independently to every ``[d_in, d_out]`` slice. The default matches
@@ -43,7 +44,10 @@ class LmoDimensionNumbers(NamedTuple):
 
 
 def newton_schulz(
-  x: jax.Array, ns_steps: int = 5, eps: float = 1e-7, coeffs: tuple[float, float, float] = NS_COEFFS
+  x: jax.Array,
+  ns_steps: int = 5,
+  eps: float = 1e-7,
+  coeffs: tuple[float, float, float] = NS_COEFFS,
 ) -> jax.Array:
   r"""Approximate polar factor ``U V^T`` of a matrix by Newton-Schulz.
 
@@ -71,8 +75,12 @@ def newton_schulz(
     raise ValueError(f"newton_schulz needs a matrix; got shape {x.shape}.")
   if not jnp.issubdtype(x.dtype, jnp.floating):
     raise TypeError(f"newton_schulz needs a floating-point x; got {x.dtype}.")
-  if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 0:
-    raise ValueError(f"`ns_steps` must be a non-negative int; got {ns_steps!r}.")
+  if (
+    isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 0
+  ):
+    raise ValueError(
+      f"`ns_steps` must be a non-negative int; got {ns_steps!r}."
+    )
   if len(coeffs) != 3:
     raise ValueError(f"`coeffs` must be (a, b, c); got {coeffs!r}.")
   a, b, c = coeffs
@@ -103,7 +111,9 @@ def _to_matrix(x: jax.Array, dn: LmoDimensionNumbers):
   """Reshapes ``x`` to ``[batch, d_in, d_out]``; returns it and an inverse."""
   for a in _as_tuple(dn.reduction_axis) + _as_tuple(dn.output_axis):
     if not -x.ndim <= a < x.ndim:
-      raise ValueError(f"axis {a} of {dn} is out of range for a leaf of shape {x.shape}.")
+      raise ValueError(
+        f"axis {a} of {dn} is out of range for a leaf of shape {x.shape}."
+      )
   red = tuple(a % x.ndim for a in _as_tuple(dn.reduction_axis))
   out = tuple(a % x.ndim for a in _as_tuple(dn.output_axis))
   if set(red) & set(out):
@@ -149,16 +159,18 @@ def lmo_direction(
   code was read only for spectral and sign).
 
   Args:
-    g: a float gradient leaf of any shape (at least 2-D for ``'spectral'``, ``'colnorm'``
-      and ``'rownorm'``).
+    g: a float gradient leaf of any shape (at least 2-D for ``'spectral'``,
+      ``'colnorm'`` and ``'rownorm'``).
     norm: one of :data:`NORMS`.
     ns_steps: Newton-Schulz iterations (``'spectral'``).
-    dimension_numbers: which axes are ``d_in`` and ``d_out`` (the others are batch axes);
-      default ``LmoDimensionNumbers()``: axis 0 is ``d_in``, axis 1 is ``d_out``.
+    dimension_numbers: which axes are ``d_in`` and ``d_out`` (the others are
+      batch axes); default ``LmoDimensionNumbers()``: axis 0 is ``d_in``, axis 1
+      is ``d_out``.
     eps: added to the norms before dividing.
 
   Returns:
-    ``s(g)``, an array of ``g``'s shape and dtype (computed in at least float32).
+    ``s(g)``, an array of ``g``'s shape and dtype (computed in at least
+    float32).
   """
   if norm not in NORMS:
     raise ValueError(f"`norm` must be one of {NORMS}; got {norm!r}.")
@@ -204,7 +216,10 @@ def _expand_per_leaf(spec, params, name, is_valid):
     return jax.tree.map(lambda _: spec, params)
   try:
     return jax.tree.map(
-      lambda s, sub: jax.tree.map(lambda _: s, sub), spec, params, is_leaf=is_valid
+      lambda s, sub: jax.tree.map(lambda _: s, sub),
+      spec,
+      params,
+      is_leaf=is_valid,
     )
   except ValueError as e:
     raise ValueError(
@@ -239,7 +254,9 @@ def scale_by_lmo(
   """
   if isinstance(norm, str) and norm not in NORMS:
     raise ValueError(f"`norm` must be one of {NORMS}; got {norm!r}.")
-  if isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 1:
+  if (
+    isinstance(ns_steps, bool) or not isinstance(ns_steps, int) or ns_steps < 1
+  ):
     raise ValueError(f"`ns_steps` must be a positive int; got {ns_steps!r}.")
 
   def init_fn(params):
@@ -248,12 +265,16 @@ def scale_by_lmo(
 
   def update_fn(updates, state, params=None):
     del params
-    norms = _expand_per_leaf(norm, updates, "norm", lambda s: isinstance(s, str))
+    norms = _expand_per_leaf(
+      norm, updates, "norm", lambda s: isinstance(s, str)
+    )
     is_dn = lambda d: d is None or isinstance(d, LmoDimensionNumbers)
     if dimension_numbers is None:
       dns = jax.tree.map(lambda _: None, updates)
     else:
-      dns = _expand_per_leaf(dimension_numbers, updates, "dimension_numbers", is_dn)
+      dns = _expand_per_leaf(
+        dimension_numbers, updates, "dimension_numbers", is_dn
+      )
     treedef = jax.tree.structure(updates)
     flat_g = treedef.flatten_up_to(updates)
     flat_n = treedef.flatten_up_to(norms)
@@ -304,9 +325,9 @@ def scale_by_optimistic_momentum(
     dual_momentum2: ``alpha_bar`` in ``[0, 1]``.
     init: ``'grad'`` (reference behaviour): ``m^0 = g^0``, so the first output
       is exactly ``g^0``; no bias correction. ``'zeros'``: ``m^0 = 0`` with
-      Adam-style bias correction ``m^{k+1} / (1 - (1-alpha)^{k+1})`` before
-      the optimistic mix; it needs ``alpha > 0`` (``alpha = 0`` is a ``ValueError``; a
-      traced ``alpha = 0`` gives NaN outputs, never a plausible number).
+      Adam-style bias correction ``m^{k+1} / (1 - (1-alpha)^{k+1})`` before the
+      optimistic mix; it needs ``alpha > 0`` (``alpha = 0`` is a ``ValueError``;
+      a traced ``alpha = 0`` gives NaN outputs, never a plausible number).
     mu_dtype: optional dtype of ``m``.
 
   Returns:
@@ -318,18 +339,29 @@ def scale_by_optimistic_momentum(
   """
   if init not in ("grad", "zeros"):
     raise ValueError(f"`init` must be 'grad' or 'zeros'; got {init!r}.")
-  for name, v in (("dual_momentum1", dual_momentum1), ("dual_momentum2", dual_momentum2)):
+  for name, v in (
+    ("dual_momentum1", dual_momentum1),
+    ("dual_momentum2", dual_momentum2),
+  ):
     if isinstance(v, (int, float)) and not 0.0 <= v <= 1.0:
       raise ValueError(f"`{name}` must be in [0, 1]; got {v!r}.")
-  if init == "zeros" and isinstance(dual_momentum1, (int, float)) and dual_momentum1 == 0:
-    # m stays 0 and the bias correction 1 - (1 - alpha)^k is 0: every output would be 0/0.
+  if (
+    init == "zeros"
+    and isinstance(dual_momentum1, (int, float))
+    and dual_momentum1 == 0
+  ):
+    # m stays 0 and the bias correction 1 - (1 - alpha)^k is 0: every output
+    # would be 0/0.
     raise ValueError(
-      "`dual_momentum1` must be > 0 with init='zeros' (m would stay 0 and its bias "
-      "correction 1 - (1 - alpha)^k is 0); got 0. Use init='grad' to keep m = g^0."
+      "`dual_momentum1` must be > 0 with init='zeros' (m would stay 0 and its "
+      "bias correction 1 - (1 - alpha)^k is 0); got 0. "
+      "Use init='grad' to keep m = g^0."
     )
 
   def init_fn(params):
-    mu = jax.tree.map(lambda p: jnp.zeros_like(p, dtype=mu_dtype or p.dtype), params)
+    mu = jax.tree.map(
+      lambda p: jnp.zeros_like(p, dtype=mu_dtype or p.dtype), params
+    )
     return OptimisticMomentumState(count=jnp.zeros([], jnp.int32), mu=mu)
 
   def update_fn(updates, state, params=None):
@@ -355,7 +387,8 @@ def scale_by_optimistic_momentum(
     flat = treedef.flatten_up_to(pairs)
     mbar = treedef.unflatten([p[0] for p in flat])
     mu = treedef.unflatten([p[1] for p in flat])
-    count = cast(jax.Array, optax.safe_increment(state.count))  # a jnp.where of the count
+    # a jnp.where of the count
+    count = cast(jax.Array, optax.safe_increment(state.count))
     return mbar, OptimisticMomentumState(count=count, mu=mu)
 
   return optax.GradientTransformation(init_fn, update_fn)

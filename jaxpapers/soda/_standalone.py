@@ -23,17 +23,26 @@ ScalarOrSchedule = optax.ScalarOrSchedule
 
 
 def _check_lr(learning_rate, name="learning_rate"):
-  """A static learning rate must be a finite number >= 0 (schedules are not checked)."""
+  """A static learning rate must be a finite number >= 0 (schedules are not
+  checked)."""
   if callable(learning_rate) or isinstance(learning_rate, jax.core.Tracer):
     return
   if isinstance(learning_rate, (jax.Array, np.ndarray)):
     if learning_rate.ndim != 0:
-      raise ValueError(f"`{name}` must be a scalar; got shape {learning_rate.shape}.")
-  elif isinstance(learning_rate, bool) or not isinstance(learning_rate, numbers.Real):
-    raise TypeError(f"`{name}` must be a float or a schedule; got {learning_rate!r}.")
+      raise ValueError(
+        f"`{name}` must be a scalar; got shape {learning_rate.shape}."
+      )
+  elif isinstance(learning_rate, bool) or not isinstance(
+    learning_rate, numbers.Real
+  ):
+    raise TypeError(
+      f"`{name}` must be a float or a schedule; got {learning_rate!r}."
+    )
   v = float(learning_rate)
   if not math.isfinite(v) or v < 0:
-    raise ValueError(f"`{name}` must be a finite number >= 0; got {learning_rate!r}.")
+    raise ValueError(
+      f"`{name}` must be a finite number >= 0; got {learning_rate!r}."
+    )
 
 
 def _value(v: ScalarOrSchedule, count: jax.Array) -> jax.Array:
@@ -84,7 +93,9 @@ def moda(
   _check_lr(learning_rate)
   base = optax.chain(
     _lmo.scale_by_optimistic_momentum(dual_momentum1, dual_momentum2),
-    _lmo.scale_by_lmo(norm, ns_steps=ns_steps, dimension_numbers=dimension_numbers),
+    _lmo.scale_by_lmo(
+      norm, ns_steps=ns_steps, dimension_numbers=dimension_numbers
+    ),
     optax.scale_by_learning_rate(learning_rate),
   )
   return _wrapper.soda(base, mask=mask)
@@ -155,13 +166,19 @@ def soda_lmo(
     Pethick et al., arXiv:2605.11172, 2026.
   """
   _check_lr(learning_rate)
-  if not callable(primal_extrapolation) and not 0.0 <= float(primal_extrapolation) <= 1.0:
+  if (
+    not callable(primal_extrapolation)
+    and not 0.0 <= float(primal_extrapolation) <= 1.0
+  ):
     raise ValueError(
-      f"`primal_extrapolation` must be in [0, 1] or a schedule; got {primal_extrapolation!r}."
+      "`primal_extrapolation` must be in [0, 1] or a schedule; "
+      f"got {primal_extrapolation!r}."
     )
   store_x = callable(primal_extrapolation) or float(primal_extrapolation) != 0
   momentum = _lmo.scale_by_optimistic_momentum(dual_momentum1, dual_momentum2)
-  lmo = _lmo.scale_by_lmo(norm, ns_steps=ns_steps, dimension_numbers=dimension_numbers)
+  lmo = _lmo.scale_by_lmo(
+    norm, ns_steps=ns_steps, dimension_numbers=dimension_numbers
+  )
 
   def init_fn(params):
     _wrapper.check_params(params)
@@ -181,7 +198,9 @@ def soda_lmo(
     _wrapper.check_same_tree(updates, params)
     k = state.count
     first = k == 0
-    mbar, mstate = momentum.update(updates, _lmo.OptimisticMomentumState(k, state.mu))
+    mbar, mstate = momentum.update(
+      updates, _lmo.OptimisticMomentumState(k, state.mu)
+    )
     mstate = cast(_lmo.OptimisticMomentumState, mstate)
     s, _ = lmo.update(mbar, optax.EmptyState())
     kf = k.astype(jnp.float32)
@@ -211,14 +230,21 @@ def soda_lmo(
     anchor = treedef.unflatten([o[1] for o in out])
     x = treedef.unflatten([o[2] for o in out]) if store_x else None
     count = cast(jax.Array, optax.safe_increment(k))  # a jnp.where of k
-    return new_updates, SodaLmoState(count=count, anchor=anchor, mu=mstate.mu, x=x)
+    return new_updates, SodaLmoState(
+      count=count, anchor=anchor, mu=mstate.mu, x=x
+    )
 
-  # chex's ArrayTree leaves out None (an empty pytree), the x of a state without extrapolation.
+  # chex's ArrayTree leaves out None (an empty pytree), the x of a state without
+  # extrapolation.
   init = cast(optax.TransformInitFn, init_fn)
-  return optax.GradientTransformation(init, cast(optax.TransformUpdateFn, update_fn))
+  return optax.GradientTransformation(
+    init, cast(optax.TransformUpdateFn, update_fn)
+  )
 
 
-def soda_eval_params(state: optax.OptState, params: optax.Params) -> optax.Params:
+def soda_eval_params(
+  state: optax.OptState, params: optax.Params
+) -> optax.Params:
   """Parameters at which to evaluate a model trained with SODA.
 
   * :func:`soda` and :func:`moda`: the training parameters *are* the
@@ -231,7 +257,8 @@ def soda_eval_params(state: optax.OptState, params: optax.Params) -> optax.Param
   ``partition``, ``inject_hyperparams``, ``MultiSteps`` ...).
 
   Args:
-    state: an optimizer state containing a :class:`SodaState` or :class:`SodaLmoState`.
+    state: an optimizer state containing a :class:`SodaState` or
+      :class:`SodaLmoState`.
     params: the current training parameters.
 
   Returns:
@@ -273,8 +300,9 @@ def soda_adamw(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
-  """``soda(optax.adamw(..., weight_decay=0))``: AdamW whose weight decay is replaced by SODA's
-  anchored 1/(k+2) average (see :func:`soda` for the update equation).
+  """``soda(optax.adamw(..., weight_decay=0))``: AdamW whose weight decay is
+  replaced by SODA's anchored 1/(k+2) average (see :func:`soda` for the update
+  equation).
 
   Args:
     learning_rate: a float >= 0 or a schedule ``count -> learning rate``.
@@ -282,9 +310,10 @@ def soda_adamw(
     b2: decay of the second-moment average.
     eps: added to the denominator's square root.
     mu_dtype: dtype of the first moment (None: the parameters').
-    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
-    mask: which leaves SODA wraps (a pytree of bools or a function of the params); the others
-      get the plain base update. None wraps every leaf.
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``;
+      see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the
+      params); the others get the plain base update. None wraps every leaf.
     start_step: the number of first steps that return the base update unchanged.
 
   Returns:
@@ -295,7 +324,9 @@ def soda_adamw(
   """
   _check_lr(learning_rate)
   return _wrapper.soda(
-    optax.adamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0),
+    optax.adamw(
+      learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0
+    ),
     anchor=anchor,
     mask=mask,
     start_step=start_step,
@@ -313,8 +344,9 @@ def soda_nadam(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
-  """``soda(optax.nadamw(..., weight_decay=0))``: NAdamW whose weight decay is replaced by SODA's
-  anchored 1/(k+2) average (see :func:`soda` for the update equation).
+  """``soda(optax.nadamw(..., weight_decay=0))``: NAdamW whose weight decay is
+  replaced by SODA's anchored 1/(k+2) average (see :func:`soda` for the update
+  equation).
 
   Args:
     learning_rate: a float >= 0 or a schedule ``count -> learning rate``.
@@ -322,9 +354,10 @@ def soda_nadam(
     b2: decay of the second-moment average.
     eps: added to the denominator's square root.
     mu_dtype: dtype of the first moment (None: the parameters').
-    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
-    mask: which leaves SODA wraps (a pytree of bools or a function of the params); the others
-      get the plain base update. None wraps every leaf.
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``;
+      see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the
+      params); the others get the plain base update. None wraps every leaf.
     start_step: the number of first steps that return the base update unchanged.
 
   Returns:
@@ -335,7 +368,9 @@ def soda_nadam(
   """
   _check_lr(learning_rate)
   return _wrapper.soda(
-    optax.nadamw(learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0),
+    optax.nadamw(
+      learning_rate, b1, b2, eps, mu_dtype=mu_dtype, weight_decay=0.0
+    ),
     anchor=anchor,
     mask=mask,
     start_step=start_step,
@@ -352,17 +387,19 @@ def soda_lion(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
-  """``soda(optax.lion(..., weight_decay=0))``: Lion whose weight decay is replaced by SODA's
-  anchored 1/(k+2) average (see :func:`soda` for the update equation).
+  """``soda(optax.lion(..., weight_decay=0))``: Lion whose weight decay is
+  replaced by SODA's anchored 1/(k+2) average (see :func:`soda` for the update
+  equation).
 
   Args:
     learning_rate: a float >= 0 or a schedule ``count -> learning rate``.
     b1: interpolation weight of the sign update.
     b2: decay of the momentum.
     mu_dtype: dtype of the momentum (None: the parameters').
-    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
-    mask: which leaves SODA wraps (a pytree of bools or a function of the params); the others
-      get the plain base update. None wraps every leaf.
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``;
+      see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the
+      params); the others get the plain base update. None wraps every leaf.
     start_step: the number of first steps that return the base update unchanged.
 
   Returns:
@@ -380,26 +417,42 @@ def soda_lion(
   )
 
 
-# Path components that name an embedding, positional table or output head (compared lowercased).
-_UNDECAYED_NAMES = ("wte", "wpe", "pos", "head", "lm_head", "unembed", "logits", "output")
+# Path components that name an embedding, positional table or output head
+# (compared lowercased).
+_UNDECAYED_NAMES = (
+  "wte",
+  "wpe",
+  "pos",
+  "head",
+  "lm_head",
+  "unembed",
+  "logits",
+  "output",
+)
 
 
 def _is_embedding_or_head(path) -> bool:
   for entry in path:
-    name = str(getattr(entry, "key", getattr(entry, "name", getattr(entry, "idx", entry)))).lower()
+    name = str(
+      getattr(
+        entry, "key", getattr(entry, "name", getattr(entry, "idx", entry))
+      )
+    ).lower()
     if "embed" in name or name in _UNDECAYED_NAMES or name.endswith("_head"):
       return True
   return False
 
 
 def muon_hidden_mask(params, muon_weight_dimension_numbers=None):
-  """``soda_muon``'s default mask: True on the leaves Muon orthogonalises, minus embeddings/head.
+  """``soda_muon``'s default mask: True on the leaves Muon orthogonalises, minus
+  embeddings/head.
 
-  A leaf is wrapped when Muon treats it as a matrix (``ndim == 2``, or a non-None entry of
-  ``muon_weight_dimension_numbers``) and no component of its path names an embedding or the
-  output head: a name containing ``embed`` (``embed``, ``embedding``, ``tok_embeddings``,
-  ``unembed``), ending in ``_head`` (``lm_head``), or one of ``wte``, ``wpe``, ``pos``,
-  ``head``, ``logits``, ``output``.
+  A leaf is wrapped when Muon treats it as a matrix (``ndim == 2``, or a
+  non-None entry of ``muon_weight_dimension_numbers``) and no component of its
+  path names an embedding or the output head: a name containing ``embed``
+  (``embed``, ``embedding``, ``tok_embeddings``, ``unembed``), ending in
+  ``_head`` (``lm_head``), or one of ``wte``, ``wpe``, ``pos``, ``head``,
+  ``logits``, ``output``.
   """
   dims = muon_weight_dimension_numbers
   if callable(dims):
@@ -407,7 +460,9 @@ def muon_hidden_mask(params, muon_weight_dimension_numbers=None):
   if dims is None:
     matrix = jax.tree.map(lambda p: jnp.ndim(p) == 2, params)
   else:
-    matrix = jax.tree.map(lambda d, p: d is not None, dims, params, is_leaf=lambda d: d is None)
+    matrix = jax.tree.map(
+      lambda d, p: d is not None, dims, params, is_leaf=lambda d: d is None
+    )
   return jax.tree_util.tree_map_with_path(
     lambda path, m: bool(m) and not _is_embedding_or_head(path), matrix
   )
@@ -426,30 +481,34 @@ def soda_muon(
   mask: _wrapper.MaskOrFn = None,
   start_step: int = 0,
 ) -> optax.GradientTransformationExtraArgs:
-  """``soda(optax.contrib.muon(..., weight_decay=0))``: Muon (non-matrix leaves use its Adam
-  branch) whose weight decay is replaced by SODA's anchored 1/(k+2) average (see :func:`soda`
-  for the update equation).
+  """``soda(optax.contrib.muon(..., weight_decay=0))``: Muon (non-matrix leaves
+  use its Adam branch) whose weight decay is replaced by SODA's anchored 1/(k+2)
+  average (see :func:`soda` for the update equation).
 
-  **Default partition** (``mask=None``), as in the reference Muon run: SODA wraps only the
-  hidden matrices, i.e. the leaves Muon orthogonalises (2-D, or those given by
-  ``muon_weight_dimension_numbers``) whose path does not name an embedding or the output
-  head (a path component containing ``embed``, ending in ``_head``, or one of ``wte``,
-  ``wpe``, ``pos``, ``head``, ``logits``, ``output``). Embeddings, the head, biases and
-  norm scales get the plain (undecayed) base update. Pass ``mask`` to choose otherwise,
-  e.g. ``mask=lambda p: jax.tree.map(lambda _: True, p)`` to wrap every leaf.
+  **Default partition** (``mask=None``), as in the reference Muon run: SODA
+  wraps only the hidden matrices, i.e. the leaves Muon orthogonalises (2-D, or
+  those given by ``muon_weight_dimension_numbers``) whose path does not name an
+  embedding or the output head (a path component containing ``embed``, ending in
+  ``_head``, or one of ``wte``, ``wpe``, ``pos``, ``head``, ``logits``,
+  ``output``). Embeddings, the head, biases and norm scales get the
+  plain (undecayed) base update. Pass ``mask`` to choose otherwise, e.g.
+  ``mask=lambda p: jax.tree.map(lambda _: True, p)`` to wrap every leaf.
 
   Args:
     learning_rate: a float >= 0 or a schedule ``count -> learning rate`` (Muon branch).
     beta: Muon's momentum decay.
     ns_steps: Newton-Schulz iterations of the orthogonalisation.
-    adam_learning_rate: learning rate of the Adam branch (None: ``learning_rate``).
+    adam_learning_rate: learning rate of the Adam branch (None:
+      ``learning_rate``).
     adam_b1: first-moment decay of the Adam branch.
     adam_b2: second-moment decay of the Adam branch.
-    muon_weight_dimension_numbers: which leaves Muon treats as matrices and how (optax's
-      ``MuonDimensionNumbers`` pytree or a function of the params); None: the 2-D leaves.
-    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``; see :func:`soda`.
-    mask: which leaves SODA wraps (a pytree of bools or a function of the params); None: the
-      default partition above.
+    muon_weight_dimension_numbers: which leaves Muon treats as matrices and how
+      (optax's ``MuonDimensionNumbers`` pytree or a function of the params);
+      None: the 2-D leaves.
+    anchor: ``'init'`` (the parameters at step ``start_step``) or ``'zero'``;
+      see :func:`soda`.
+    mask: which leaves SODA wraps (a pytree of bools or a function of the
+      params); None: the default partition above.
     start_step: the number of first steps that return the base update unchanged.
 
   Returns:

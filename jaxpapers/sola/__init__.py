@@ -1,20 +1,27 @@
-"""SOLA: cross-tokenizer distillation by entropic optimal transport on a local support.
+"""SOLA: cross-tokenizer distillation by entropic optimal transport on a local
+support.
 
-"SOLA: Semantic Optimal Local Alignment" (NeurIPS 2026; no public text or code): a teacher
-and a student with *different* tokenizers are compared on Minimal Complete Correspondence
-blocks of the same text; a cross-vocabulary cost is estimated from calibration text; and
-entropic OT (ott-jax) runs on a bidirectional local support around each teacher prediction.
-Everything beyond the abstract is a reconstruction and marked as such in the docstrings.
+"SOLA: Semantic Optimal Local Alignment" (NeurIPS 2026; no public text or code):
+a teacher and a student with *different* tokenizers are compared on Minimal
+Complete Correspondence blocks of the same text; a cross-vocabulary cost is
+estimated from calibration text; and entropic OT (ott-jax) runs on a
+bidirectional local support around each teacher prediction. Everything beyond
+the abstract is a reconstruction and marked as such in the docstrings.
 
-Pieces: :func:`mcc_blocks` / :func:`align_texts` (host alignment), :func:`cache_teacher`
-(resumable top-K_c cache), :func:`estimate_correspondence` (calibrated cost tables),
-:func:`local_support`, :func:`entropic_ot_cost`, :func:`sola_loss`, the baselines
-:func:`uld_loss`, :func:`mined_kl_loss` and :func:`alm_chunk_loss`, :func:`bits_per_byte`,
-:func:`sample_aligned_pairs` and :func:`student_bits_per_byte` (a training step's pieces), and
+Pieces: :func:`mcc_blocks` / :func:`align_texts` (host alignment),
+:func:`cache_teacher` (resumable top-K_c cache), :func:`estimate_correspondence`
+(calibrated cost tables), :func:`local_support`, :func:`entropic_ot_cost`,
+:func:`sola_loss`, the baselines :func:`uld_loss`, :func:`mined_kl_loss` and
+:func:`alm_chunk_loss`, :func:`bits_per_byte`, :func:`sample_aligned_pairs` and
+:func:`student_bits_per_byte` (a training step's pieces), and
 :func:`text_windows` / :func:`window_splits` (offline text split by document).
 """
 
-from jaxpapers.sola._alm import alm_chunk_loss, binary_kl_from_logp, chunk_logliks
+from jaxpapers.sola._alm import (
+  alm_chunk_loss,
+  binary_kl_from_logp,
+  chunk_logliks,
+)
 from jaxpapers.sola._cache import TeacherCache, cache_teacher, gather_cache
 from jaxpapers.sola._cost import (
   CorrespondenceTable,
@@ -35,8 +42,17 @@ from jaxpapers.sola._losses import (
   sola_loss,
   uld_loss,
 )
-from jaxpapers.sola._mcc import AlignedTexts, MCCAlignment, align_texts, mcc_blocks
-from jaxpapers.sola._ot import entropic_ot_cost, entropic_ot_plan, pad_with_dummy_bucket
+from jaxpapers.sola._mcc import (
+  AlignedTexts,
+  MCCAlignment,
+  align_texts,
+  mcc_blocks,
+)
+from jaxpapers.sola._ot import (
+  entropic_ot_cost,
+  entropic_ot_plan,
+  pad_with_dummy_bucket,
+)
 from jaxpapers.sola._student import StudentConfig, init_student, student_logits
 from jaxpapers.sola._tokenize import BPETokenizer, token_strings, train_bpe
 

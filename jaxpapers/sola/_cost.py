@@ -1,7 +1,8 @@
-"""Cross-vocabulary correspondence cost estimated from calibration text (reconstruction).
+"""Cross-vocabulary correspondence cost estimated from calibration text
+(reconstruction).
 
-Counts over calibration blocks (spec §3.2): for every MCC block ``k`` with first teacher token
-``t_k`` and first student token ``s_k``,
+Counts over calibration blocks (spec §3.2): for every MCC block ``k`` with first
+teacher token ``t_k`` and first student token ``s_k``,
 
   N_h[t_k, s_k] += 1,    N_s[t', s_k] += p_T(t' | prefix) for t' in the teacher's top-K_c,
 
@@ -10,11 +11,11 @@ Counts over calibration blocks (spec §3.2): for every MCC block ``k`` with firs
   P(s | t) = (N[t, s] + alpha pi_S(s)) / (N[t, .] + alpha),
   P(t | s) = (N[t, s] + alpha pi_T(t)) / (N[., s] + alpha),
 
-and the bidirectional cost ``C(t, s) = min(C_max, -(log P(s|t) + log P(t|s)) / 2) / C_max`` in
-[0, 1] on observed pairs. Unobserved pairs get the lexical prior
-``C_lex(t, s) = 1 - 2 LCP(str t, str s) / (|str t| + |str s|)`` (1 when both strings are empty).
-Each id keeps its ``R`` lowest-cost partners (neighbour tables); any other pair is priced
-lexically by :func:`pair_cost`.
+and the bidirectional cost ``C(t, s) = min(C_max, -(log P(s|t) + log P(t|s))
+/ 2) / C_max`` in [0, 1] on observed pairs. Unobserved pairs get the lexical
+prior ``C_lex(t, s) = 1 - 2 LCP(str t, str s) / (|str t| + |str s|)`` (1 when
+both strings are empty). Each id keeps its ``R`` lowest-cost partners (neighbour
+tables); any other pair is priced lexically by :func:`pair_cost`.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ class CorrespondenceTable(NamedTuple):
 def lexical_cost(
   chars_a: ArrayLike, len_a: ArrayLike, chars_b: ArrayLike, len_b: ArrayLike
 ) -> jax.Array:
-  """``1 - 2 LCP / (|a| + |b|)`` between padded code-point strings, broadcast over leading axes.
+  """``1 - 2 LCP / (|a| + |b|)`` between padded code-point strings, broadcast
+  over leading axes.
 
   Args:
     chars_a: int [..., L] code points (-1 pad).
@@ -81,7 +83,8 @@ def lexical_cost(
   chars_b = V.check_array(chars_b, "chars_b", dtype="int", nonempty=True)
   if chars_a.shape[-1] != chars_b.shape[-1]:
     raise ValueError(
-      f"chars_a and chars_b must share the padded length L, got {chars_a.shape} and {chars_b.shape}"
+      "chars_a and chars_b must share the padded length L, "
+      f"got {chars_a.shape} and {chars_b.shape}"
     )
   eq = (chars_a == chars_b) & (chars_a >= 0)
   lcp = jnp.cumprod(eq.astype(jnp.int32), axis=-1).sum(-1)
@@ -95,7 +98,9 @@ def _topr_smallest(c, r):
 
 
 @jax.jit
-def _chunk_cost(n_chunk, row_sum, col_sum, pi_t_chunk, pi_s, ct, lt, cs, ls, params):
+def _chunk_cost(
+  n_chunk, row_sum, col_sum, pi_t_chunk, pi_s, ct, lt, cs, ls, params
+):
   alpha, c_max = params[0], params[1]
   p_s_t = (n_chunk + alpha * pi_s[None, :]) / (row_sum[:, None] + alpha)
   p_t_s = (n_chunk + alpha * pi_t_chunk[:, None]) / (col_sum[None, :] + alpha)
@@ -123,18 +128,21 @@ def estimate_correspondence(
   max_chars: int = 16,
   chunk: int = 2048,
 ) -> CorrespondenceTable:
-  """Neighbour tables of the calibrated cross-vocabulary cost (host driver, jitted chunks).
+  """Neighbour tables of the calibrated cross-vocabulary cost (host driver,
+  jitted chunks).
 
   Args:
     t_first: int [P], the first teacher token of each calibration block.
     s_first: int [P], the first student token of each block.
-    t_top_ids: int [P, K_c], the teacher's top-K_c ids at the block's aligned position.
+    t_top_ids: int [P, K_c], the teacher's top-K_c ids at the block's aligned
+      position.
     t_top_logp: float [P, K_c], their log-probabilities.
     t_strings: the V_T teacher token strings (:func:`token_strings`).
     s_strings: the V_S student token strings.
-    t_unigram: optional float [V_T] teacher unigram frequencies (default: from ``t_first``
-      with add-one smoothing).
-    s_unigram: optional float [V_S] student unigram frequencies (default: from ``s_first``).
+    t_unigram: optional float [V_T] teacher unigram frequencies (default: from
+      ``t_first`` with add-one smoothing).
+    s_unigram: optional float [V_S] student unigram frequencies (default: from
+      ``s_first``).
     alpha: smoothing strength (> 0).
     beta: weight of the soft counts (>= 0).
     r: neighbours per id (1 <= r <= min(V_T, V_S)).
@@ -158,21 +166,27 @@ def estimate_correspondence(
   t_top_logp = np.asarray(t_top_logp, np.float64)
   if t_first.ndim != 1 or s_first.shape != t_first.shape:
     raise ValueError(
-      f"t_first and s_first must be int [P] of one length, got {t_first.shape}, {s_first.shape}"
+      "t_first and s_first must be int [P] of one length, "
+      f"got {t_first.shape}, {s_first.shape}"
     )
   if t_top_ids.ndim != 2 or t_top_ids.shape[0] != t_first.shape[0]:
     raise ValueError(
-      f"t_top_ids must have shape [P={t_first.shape[0]}, K_c], got {t_top_ids.shape}"
+      f"t_top_ids must have shape [P={t_first.shape[0]}, K_c], "
+      f"got {t_top_ids.shape}"
     )
   if t_top_logp.shape != t_top_ids.shape:
-    raise ValueError(f"t_top_logp must have the shape of t_top_ids, got {t_top_logp.shape}")
+    raise ValueError(
+      f"t_top_logp must have the shape of t_top_ids, got {t_top_logp.shape}"
+    )
   for name, x, v in (
     ("t_first", t_first, v_t),
     ("s_first", s_first, v_s),
     ("t_top_ids", t_top_ids, v_t),
   ):
     if x.size and (x.min() < 0 or x.max() >= v):
-      raise ValueError(f"{name} must hold ids in [0, {v}), got range [{x.min()}, {x.max()}]")
+      raise ValueError(
+        f"{name} must hold ids in [0, {v}), got range [{x.min()}, {x.max()}]"
+      )
   # sparse counts N (COO, summed by key)
   keys = [t_first.astype(np.int64) * v_s + s_first]
   vals = [np.ones(len(t_first))]
@@ -186,17 +200,30 @@ def estimate_correspondence(
   rows, cols = uk // v_s, uk % v_s
   row_sum = np.bincount(rows, weights=uv, minlength=v_t)
   col_sum = np.bincount(cols, weights=uv, minlength=v_s)
-  pi_t = (np.bincount(t_first, minlength=v_t) + 1.0) if t_unigram is None else np.asarray(t_unigram)
-  pi_s = (np.bincount(s_first, minlength=v_s) + 1.0) if s_unigram is None else np.asarray(s_unigram)
+  pi_t = (
+    (np.bincount(t_first, minlength=v_t) + 1.0)
+    if t_unigram is None
+    else np.asarray(t_unigram)
+  )
+  pi_s = (
+    (np.bincount(s_first, minlength=v_s) + 1.0)
+    if s_unigram is None
+    else np.asarray(s_unigram)
+  )
   pi_t, pi_s = pi_t / pi_t.sum(), pi_s / pi_s.sum()
   ct, lt = encode_strings(t_strings, max_chars=max_chars)
   cs, ls = encode_strings(s_strings, max_chars=max_chars)
   params = jnp.asarray([alpha, c_max], jnp.float32)
   nbr_t2s = np.zeros((v_t, r), np.int32)
   cost_t2s = np.zeros((v_t, r), np.float32)
-  best_c = np.full((r, v_s), np.inf, np.float32)  # running top-r per student column
+  # running top-r per student column
+  best_c = np.full((r, v_s), np.inf, np.float32)
   best_i = np.zeros((r, v_s), np.int32)
-  jcs, jls, jpis = jnp.asarray(cs), jnp.asarray(ls), jnp.asarray(pi_s, jnp.float32)
+  jcs, jls, jpis = (
+    jnp.asarray(cs),
+    jnp.asarray(ls),
+    jnp.asarray(pi_s, jnp.float32),
+  )
   jcol = jnp.asarray(col_sum, jnp.float32)
   for r0 in range(0, v_t, chunk):
     r1 = min(v_t, r0 + chunk)
@@ -221,7 +248,10 @@ def estimate_correspondence(
     )
     c = c.at[r1 - r0 :].set(jnp.inf)
     i, cc = _topr_smallest(c, r)
-    nbr_t2s[r0:r1], cost_t2s[r0:r1] = np.asarray(i[: r1 - r0]), np.asarray(cc[: r1 - r0])
+    nbr_t2s[r0:r1], cost_t2s[r0:r1] = (
+      np.asarray(i[: r1 - r0]),
+      np.asarray(cc[: r1 - r0]),
+    )
     ic, ccc = _topr_smallest(c.T, r)  # [V_S, r] within the chunk
     cand_c = np.concatenate([best_c, np.asarray(ccc).T], 0)
     cand_i = np.concatenate([best_i, np.asarray(ic).T + r0], 0)
@@ -241,9 +271,14 @@ def estimate_correspondence(
 
 
 def lexical_table(
-  t_strings: Sequence[str], s_strings: Sequence[str], *, r: int = 8, max_chars: int = 16
+  t_strings: Sequence[str],
+  s_strings: Sequence[str],
+  *,
+  r: int = 8,
+  max_chars: int = 16,
 ) -> CorrespondenceTable:
-  """The lexical-cost-only table (no calibration counts): the "lexical cost" ablation.
+  """The lexical-cost-only table (no calibration counts): the "lexical cost"
+  ablation.
 
   Args:
     t_strings: the V_T teacher token strings.
@@ -267,8 +302,11 @@ def lexical_table(
   )
 
 
-def pair_cost(table: CorrespondenceTable, t_ids: ArrayLike, s_ids: ArrayLike) -> jax.Array:
-  """Cost of (teacher id, student id) pairs, broadcast: neighbour tables first, else lexical.
+def pair_cost(
+  table: CorrespondenceTable, t_ids: ArrayLike, s_ids: ArrayLike
+) -> jax.Array:
+  """Cost of (teacher id, student id) pairs, broadcast: neighbour tables first,
+  else lexical.
 
   Args:
     table: a :class:`CorrespondenceTable`.
@@ -286,7 +324,10 @@ def pair_cost(table: CorrespondenceTable, t_ids: ArrayLike, s_ids: ArrayLike) ->
   c_ts = jnp.min(jnp.where(hit_ts, table.cost_t2s[t_ids], jnp.inf), -1)
   c_st = jnp.min(jnp.where(hit_st, table.cost_s2t[s_ids], jnp.inf), -1)
   c_lex = lexical_cost(
-    table.chars_t[t_ids], table.len_t[t_ids], table.chars_s[s_ids], table.len_s[s_ids]
+    table.chars_t[t_ids],
+    table.len_t[t_ids],
+    table.chars_s[s_ids],
+    table.len_s[s_ids],
   )
   c = jnp.minimum(c_ts, c_st)
   return jnp.where(jnp.isfinite(c), c, c_lex)

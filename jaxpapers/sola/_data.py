@@ -1,4 +1,5 @@
-"""Offline distillation text: documents split by document, cut into windows at whitespace."""
+"""Offline distillation text: documents split by document, cut into windows at
+whitespace."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ SPLITS = ("train", "calib", "eval", "code")
 
 
 def text_windows(doc: str, chars: int) -> list[str]:
-  """Consecutive pieces of at most ``chars`` characters, cut at a space where one exists.
+  """Consecutive pieces of at most ``chars`` characters, cut at a space where
+  one exists.
 
-  Each cut goes at the last space in the second half of the ``chars`` characters after the
-  previous cut (no space there: a hard cut after ``chars`` characters). Pieces that are only
-  whitespace are dropped, so the pieces concatenate to ``doc`` less those.
+  Each cut goes at the last space in the second half of the ``chars`` characters
+  after the previous cut (no space there: a hard cut after ``chars``
+  characters). Pieces that are only whitespace are dropped, so the pieces
+  concatenate to ``doc`` less those.
 
   Args:
     doc: the text.
@@ -53,28 +56,32 @@ def window_splits(
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
   """Splits ``docs`` by document and samples windows of each split.
 
-  The documents are permuted with ``numpy.random.default_rng(seed)``: the first 10% (at least
-  one) are the calibration split, the next 20% (at least one) the held-out split, the rest the
-  training split; ``code`` is a split of its own (a transfer set). Then, split by split in the
-  order ``train, calib, eval, code`` and with the same generator, ``sizes[split]`` windows
-  (:func:`text_windows`) are drawn without replacement and kept in document order.
+  The documents are permuted with ``numpy.random.default_rng(seed)``: the first
+  10% (at least one) are the calibration split, the next 20% (at least one) the
+  held-out split, the rest the training split; ``code`` is a split of its own (a
+  transfer set). Then, split by split in the order ``train, calib, eval, code``
+  and with the same generator, ``sizes[split]`` windows (:func:`text_windows`)
+  are drawn without replacement and kept in document order.
 
   Args:
     docs: the documents (at least 3, so that every split holds one).
     code: the transfer documents.
-    sizes: windows per split, for each of ``'train'``, ``'calib'``, ``'eval'`` and ``'code'``
-      (a split with fewer windows keeps all of them).
+    sizes: windows per split, for each of ``'train'``, ``'calib'``, ``'eval'``
+      and ``'code'`` (a split with fewer windows keeps all of them).
     window_chars: the ``chars`` of :func:`text_windows`.
     seed: the generator's seed.
 
   Returns:
-    ``(documents, windows)``: each a ``{split: list of str}`` over the four splits.
+    ``(documents, windows)``: each a ``{split: list of str}`` over the four
+    splits.
   """
   if len(docs) < 3:
     raise ValueError(f"docs must hold at least 3 documents, got {len(docs)}")
   missing = sorted(set(SPLITS) - set(sizes))
   if missing:
-    raise ValueError(f"sizes must give a window count for every split, missing {missing}")
+    raise ValueError(
+      f"sizes must give a window count for every split, missing {missing}"
+    )
   rng = np.random.default_rng(seed)
   order = rng.permutation(len(docs))
   n_cal = max(1, int(0.1 * len(docs)))
@@ -88,6 +95,8 @@ def window_splits(
   wins = {}
   for k in SPLITS:
     w = [x for d in split[k] for x in text_windows(d, window_chars)]
-    idx = rng.permutation(len(w))[: V.check_int(sizes[k], f"sizes[{k!r}]", min_value=0)]
+    idx = rng.permutation(len(w))[
+      : V.check_int(sizes[k], f"sizes[{k!r}]", min_value=0)
+    ]
     wins[k] = [w[i] for i in sorted(idx)]
   return split, wins

@@ -1,4 +1,5 @@
-"""A small decoder-only student LM as pure functions (cheap to compile under vmap and scan)."""
+"""A small decoder-only student LM as pure functions (cheap to compile under
+vmap and scan)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ __all__ = ["StudentConfig", "init_student", "student_logits"]
 
 @dataclasses.dataclass(frozen=True)
 class StudentConfig:
-  """Sizes of the student: vocabulary, width, layers, heads, MLP width, max length.
+  """Sizes of the student: vocabulary, width, layers, heads, MLP width, max
+  length.
 
   Attributes:
     vocab_size: V, the student tokenizer's vocabulary size.
@@ -38,20 +40,23 @@ class StudentConfig:
     for f in dataclasses.fields(self):
       V.check_int(getattr(self, f.name), f.name, min_value=1)
     if self.d_model % self.n_heads:
-      raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
+      raise ValueError(
+        f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}"
+      )
 
 
 def init_student(key: jax.Array, cfg: StudentConfig) -> dict[str, jax.Array]:
-  """Parameters (normal(0, 0.02); output projections scaled by 1/sqrt(2L); tied unembedding).
+  """Parameters (normal(0, 0.02); output projections scaled by 1/sqrt(2L); tied
+  unembedding).
 
   Args:
     key: a ``jax.random.key``.
     cfg: the student's sizes.
 
   Returns:
-    float32 arrays: ``embed [V, d]``, ``pos [max_len, d]``, per-layer ``qkv [L, d, 3d]``,
-    ``wo [L, d, d]``, ``w_up [L, d, ffn]``, ``w_down [L, ffn, d]``, ``norm1``/``norm2 [L, d]``
-    and ``norm_f [d]``.
+    float32 arrays: ``embed [V, d]``, ``pos [max_len, d]``, per-layer
+    ``qkv [L, d, 3d]``, ``wo [L, d, d]``, ``w_up [L, d, ffn]``,
+    ``w_down [L, ffn, d]``, ``norm1``/``norm2 [L, d]`` and ``norm_f [d]``.
   """
   if not isinstance(cfg, StudentConfig):
     raise TypeError(f"cfg must be a StudentConfig, got {type(cfg).__name__}")
@@ -92,7 +97,9 @@ def student_logits(
   tokens = V.check_array(tokens, "tokens", dtype="int", ndim=2)
   b, t = tokens.shape
   if t > cfg.max_len:
-    raise ValueError(f"tokens must have at most max_len={cfg.max_len} positions, got {t}")
+    raise ValueError(
+      f"tokens must have at most max_len={cfg.max_len} positions, got {t}"
+    )
   h, dh = cfg.n_heads, cfg.d_model // cfg.n_heads
   x = params["embed"][tokens] + params["pos"][:t]
   causal = jnp.tril(jnp.ones((t, t), bool))

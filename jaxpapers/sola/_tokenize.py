@@ -1,8 +1,10 @@
-"""Student tokenizers trained offline with the `tokenizers` package, and token strings.
+"""Student tokenizers trained offline with the `tokenizers` package, and token
+strings.
 
 Every tokenizer used by `jaxpapers.sola` follows one small protocol (also met by
-`jaxpapers.lm.Tokenizer`): ``encode_with_offsets(text) -> (ids, [(start, end), ...])`` with
-character offsets into ``text``, ``decode(ids) -> str``, ``vocab_size`` and ``bos_id``.
+`jaxpapers.lm.Tokenizer`): ``encode_with_offsets(text) -> (ids, [(start,
+end), ...])`` with character offsets into ``text``, ``decode(ids) -> str``,
+``vocab_size`` and ``bos_id``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ class TokenizerProtocol(Protocol):
   vocab_size: int
   bos_id: int | None
 
-  def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]: ...
+  def encode_with_offsets(
+    self, text: str
+  ) -> tuple[list[int], list[tuple[int, int]]]: ...
 
   def decode(self, ids: Sequence[int]) -> str: ...
 
@@ -36,23 +40,29 @@ def _require_tokenizers():
     import tokenizers
   except ImportError as e:  # pragma: no cover - the lm extra carries it
     raise ImportError(
-      "jaxpapers.sola needs the 'tokenizers' package: pip install 'jaxpapers[sola]'"
+      "jaxpapers.sola needs the 'tokenizers' package: "
+      "pip install 'jaxpapers[sola]'"
     ) from e
   return tokenizers
 
 
 class BPETokenizer:
-  """A `tokenizers` BPE model behind the protocol above (BOS is id 0, ``<unk>`` id 1).
+  """A `tokenizers` BPE model behind the protocol above (BOS is id 0, ``<unk>``
+  id 1).
 
   Attributes:
     vocab_size: number of ids, special tokens included.
-    bos_id: the beginning-of-sequence id prepended by `jaxpapers.sola.align_texts`.
-    style: ``'metaspace'`` (SentencePiece-like, spaces become "▁" and start a token) or
-      ``'bytelevel'`` (GPT-2-like, bytes mapped to printable characters).
+    bos_id: the beginning-of-sequence id prepended by
+      `jaxpapers.sola.align_texts`.
+    style: ``'metaspace'`` (SentencePiece-like, spaces become "▁" and start a
+      token) or ``'bytelevel'`` (GPT-2-like, bytes mapped to printable
+      characters).
 
   Args:
-    hf_tokenizer: a trained ``tokenizers.Tokenizer`` whose vocabulary holds ``<s>``.
-    style: ``'metaspace'`` or ``'bytelevel'``, how it was built (see :func:`train_bpe`).
+    hf_tokenizer: a trained ``tokenizers.Tokenizer`` whose vocabulary holds
+      ``<s>``.
+    style: ``'metaspace'`` or ``'bytelevel'``, how it was built (see
+      :func:`train_bpe`).
   """
 
   def __init__(self, hf_tokenizer: tokenizers.Tokenizer, *, style: str):
@@ -72,14 +82,18 @@ class BPETokenizer:
     """
     return list(self._tok.encode(text, add_special_tokens=False).ids)
 
-  def encode_with_offsets(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
-    """Ids and the character span ``[start, end)`` of ``text`` each token covers.
+  def encode_with_offsets(
+    self, text: str
+  ) -> tuple[list[int], list[tuple[int, int]]]:
+    """Ids and the character span ``[start, end)`` of ``text`` each token
+    covers.
 
     Args:
       text: any text.
 
     Returns:
-      ``(ids, spans)``: the ids (no BOS) and one ``(start, end)`` character span per id.
+      ``(ids, spans)``: the ids (no BOS) and one ``(start, end)`` character span
+      per id.
     """
     if not isinstance(text, str):
       raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -110,16 +124,22 @@ class BPETokenizer:
 
 
 def train_bpe(
-  texts: Iterable[str], *, vocab_size: int, style: str = "metaspace", min_frequency: int = 2
+  texts: Iterable[str],
+  *,
+  vocab_size: int,
+  style: str = "metaspace",
+  min_frequency: int = 2,
 ) -> BPETokenizer:
-  """Trains a BPE tokenizer on ``texts`` (offline, deterministic for a given input).
+  """Trains a BPE tokenizer on ``texts`` (offline, deterministic for a given
+  input).
 
   Args:
     texts: training text (e.g. the train split only).
     vocab_size: target vocabulary size including ``<s>`` and ``<unk>`` (>= 64).
-    style: ``'metaspace'`` (characters, "▁" for spaces, no dummy prefix, so offsets stay exact;
-      unseen characters become ``<unk>``) or ``'bytelevel'`` (every byte representable; tokens
-      may end inside a multi-byte character, which the MCC partition handles).
+    style: ``'metaspace'`` (characters, "▁" for spaces, no dummy prefix, so
+      offsets stay exact; unseen characters become ``<unk>``) or ``'bytelevel'``
+      (every byte representable; tokens may end inside a multi-byte character,
+      which the MCC partition handles).
     min_frequency: minimum pair count for a merge.
 
   Returns:
@@ -130,7 +150,11 @@ def train_bpe(
 
   if style not in _STYLES:
     raise ValueError(f"style must be one of {list(_STYLES)}, got {style!r}")
-  if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 64:
+  if (
+    isinstance(vocab_size, bool)
+    or not isinstance(vocab_size, int)
+    or vocab_size < 64
+  ):
     raise ValueError(f"vocab_size must be an int >= 64, got {vocab_size!r}")
   texts = list(texts)
   if not texts or not all(isinstance(t, str) for t in texts):
@@ -141,7 +165,10 @@ def train_bpe(
     tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="never")
     tok.decoder = decoders.Metaspace(prepend_scheme="never")
     trainer = trainers.BpeTrainer(
-      vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=special, limit_alphabet=200
+      vocab_size=vocab_size,
+      min_frequency=min_frequency,
+      special_tokens=special,
+      limit_alphabet=200,
     )
   else:
     tok = tk.Tokenizer(models.BPE())
@@ -157,11 +184,15 @@ def train_bpe(
   return BPETokenizer(tok, style=style)
 
 
-def token_strings(tokenizer: TokenizerProtocol, *, vocab_size: int | None = None) -> list[str]:
-  """The decoded text of every id (spaces restored, partial UTF-8 shown as U+FFFD).
+def token_strings(
+  tokenizer: TokenizerProtocol, *, vocab_size: int | None = None
+) -> list[str]:
+  """The decoded text of every id (spaces restored, partial UTF-8 shown as
+  U+FFFD).
 
-  These are the "normalised strings" of the lexical cost and the MinED map: SentencePiece's
-  "▁" and byte-level "Ġ" both come back as a space because each id is decoded on its own.
+  These are the "normalised strings" of the lexical cost and the MinED map:
+  SentencePiece's "▁" and byte-level "Ġ" both come back as a space because each
+  id is decoded on its own.
 
   Args:
     tokenizer: any tokenizer with ``decode(ids)`` and ``vocab_size``.
@@ -180,8 +211,11 @@ def token_strings(tokenizer: TokenizerProtocol, *, vocab_size: int | None = None
   return out
 
 
-def encode_strings(strings: Sequence[str], *, max_chars: int = 16) -> tuple[np.ndarray, np.ndarray]:
-  """Padded Unicode code points ``[V, max_chars]`` int32 (-1 pad) and lengths ``[V]`` int32."""
+def encode_strings(
+  strings: Sequence[str], *, max_chars: int = 16
+) -> tuple[np.ndarray, np.ndarray]:
+  """Padded Unicode code points ``[V, max_chars]`` int32 (-1 pad) and lengths
+  ``[V]`` int32."""
   codes = np.full((len(strings), max_chars), -1, np.int32)
   lens = np.zeros(len(strings), np.int32)
   for i, s in enumerate(strings):

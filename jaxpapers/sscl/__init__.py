@@ -1,30 +1,38 @@
 """SSCL: semantic spatial consistency learning for dense CLIP adaptation.
 
-"Semantic Spatial Consistency Learning" (NeurIPS 2026; no public paper text or code beyond the
-abstract). Two objectives adapt CLIP's dense features: **CISC** (Context-Invariant
-Spatiotemporal Consistency) makes the same anchor region embed alike under varying context,
-and **SGSR** (Structure-Guided Semantic Refinement) refines CLIP text-patch responses with a
-frozen vision foundation model's patch affinities into text-conditioned dense pseudo-labels.
-Everything beyond the abstract is a reconstruction (see each module docstring).
+"Semantic Spatial Consistency Learning" (NeurIPS 2026; no public paper text or
+code beyond the abstract). Two objectives adapt CLIP's dense features: **CISC**
+(Context-Invariant Spatiotemporal Consistency) makes the same anchor region
+embed alike under varying context, and **SGSR** (Structure-Guided Semantic
+Refinement) refines CLIP text-patch responses with a frozen vision foundation
+model's patch affinities into text-conditioned dense pseudo-labels. Everything
+beyond the abstract is a reconstruction (see each module docstring).
 
 * SGSR: :func:`vfm_affinity`, :func:`refine_logits`, :func:`proxy_attention`,
   :func:`patch_text_logits`, :func:`dense_pseudolabels`, :func:`sgsr_targets`,
   :func:`dense_pseudolabel_ce`, :func:`dense_kl`;
-* CISC: :func:`roi_align`, :func:`make_context_views`, :func:`region_consistency_loss`;
+* CISC: :func:`roi_align`, :func:`make_context_views`,
+  :func:`region_consistency_loss`;
 * the objective: :func:`sscl_loss`, :func:`keep_loss`, :class:`SSCLConfig`;
-* evaluation: :func:`segment`, :func:`upsample_logits`, :func:`segmentation_miou`,
-  :func:`region_embeddings`, :func:`feature_drift`, :func:`patch_labels`,
-  :func:`linear_probe_accuracy`;
+* evaluation: :func:`segment`, :func:`upsample_logits`,
+  :func:`segmentation_miou`, :func:`region_embeddings`, :func:`feature_drift`,
+  :func:`patch_labels`, :func:`linear_probe_accuracy`;
 * the shapes-world benchmark and its fine-tuning arms: :func:`benchmark_data`,
-  :func:`make_evaluate`, :func:`trivial_baselines`, :func:`vfm_features`, :func:`num_classes`,
-  :data:`ARM_WEIGHTS`, :func:`finetune_batch`, :func:`teacher_targets`, :func:`arm_loss`,
-  :func:`trainable_mask`, :func:`masked_adam`;
-* tiny models and data: :class:`TinyCLIP`, :class:`TinyViT`, :class:`TinyTextEncoder`,
-  :func:`dense_features`, :func:`handcrafted_vfm`, :func:`instance_vfm`,
-  :func:`render_shapes_world`, :func:`tokenize`, :func:`class_prompts`, :func:`label_maps`.
+  :func:`make_evaluate`, :func:`trivial_baselines`, :func:`vfm_features`,
+  :func:`num_classes`, :data:`ARM_WEIGHTS`, :func:`finetune_batch`,
+  :func:`teacher_targets`, :func:`arm_loss`, :func:`trainable_mask`,
+  :func:`masked_adam`;
+* tiny models and data: :class:`TinyCLIP`, :class:`TinyViT`,
+  :class:`TinyTextEncoder`, :func:`dense_features`, :func:`handcrafted_vfm`,
+  :func:`instance_vfm`, :func:`render_shapes_world`, :func:`tokenize`,
+  :func:`class_prompts`, :func:`label_maps`.
 """
 
-from jaxpapers.sscl._affinity import proxy_attention, refine_logits, vfm_affinity
+from jaxpapers.sscl._affinity import (
+  proxy_attention,
+  refine_logits,
+  vfm_affinity,
+)
 from jaxpapers.sscl._benchmark import (
   VFMS,
   benchmark_data,

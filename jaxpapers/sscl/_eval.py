@@ -1,10 +1,12 @@
-"""Evaluation: zero-shot segmentation, mIoU, region embeddings and feature drift.
+"""Evaluation: zero-shot segmentation, mIoU, region embeddings and feature
+drift.
 
-Protocol (fixed here, stated in every config): patch-text logits ``s F̂ Tᵀ`` (s = 40) are
-upsampled bilinearly (``jax.image.resize``, half-pixel centres) to the image resolution and
-arg-maxed; no sliding window, no PAMR, no background threshold. mIoU is the mean over classes
-with a non-empty union of ``|P ∩ G| / |P ∪ G|``; pixels labelled ``ignore_index`` are left out
-(the VOC20-style "objects only" protocol drops background pixels this way).
+Protocol (fixed here, stated in every config): patch-text logits ``s F̂ Tᵀ``
+(s = 40) are upsampled bilinearly (``jax.image.resize``, half-pixel centres) to
+the image resolution and arg-maxed; no sliding window, no PAMR, no background
+threshold. mIoU is the mean over classes with a non-empty union of
+``|P ∩ G| / |P ∪ G|``; pixels labelled ``ignore_index`` are left out (the
+VOC20-style "objects only" protocol drops background pixels this way).
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from jaxpapers.sscl._losses import patch_text_logits
 from jaxpapers.sscl._roi import roi_align
 
 
-def upsample_logits(patch_logits: jax.Array, image_size: tuple[int, int]) -> jax.Array:
+def upsample_logits(
+  patch_logits: jax.Array, image_size: tuple[int, int]
+) -> jax.Array:
   """``[B, N, C]`` patch logits (row-major ``h x w`` grid, square) -> ``[B, H, W, C]`` pixels.
 
   Bilinear, half-pixel centres (``jax.image.resize``).
@@ -30,14 +34,20 @@ def upsample_logits(patch_logits: jax.Array, image_size: tuple[int, int]) -> jax
   Returns:
     ``[B, H, W, C]`` float32 upsampled logits.
   """
-  x = V.check_array(patch_logits, "patch_logits", ndim=3, dtype="float", nonempty=True)
+  x = V.check_array(
+    patch_logits, "patch_logits", ndim=3, dtype="float", nonempty=True
+  )
   B, N, C = x.shape
   h = int(round(N**0.5))
   if h * h != N:
-    raise ValueError(f"patch_logits must have a square number of patches, got N={N}")
+    raise ValueError(
+      f"patch_logits must have a square number of patches, got N={N}"
+    )
   H = V.check_int(image_size[0], "image_size[0]", min_value=1)
   W = V.check_int(image_size[1], "image_size[1]", min_value=1)
-  return jax.image.resize(x.reshape(B, h, h, C).astype(jnp.float32), (B, H, W, C), "bilinear")
+  return jax.image.resize(
+    x.reshape(B, h, h, C).astype(jnp.float32), (B, H, W, C), "bilinear"
+  )
 
 
 def segment(
@@ -63,22 +73,29 @@ def segment(
 
 
 def segmentation_miou(
-  pred: jax.Array, target: jax.Array, num_classes: int, *, ignore_index: int = -1
+  pred: jax.Array,
+  target: jax.Array,
+  num_classes: int,
+  *,
+  ignore_index: int = -1,
 ) -> tuple[jax.Array, jax.Array]:
   """Mean intersection-over-union over classes present in prediction or target.
 
-  ``IoU_c = |{pred = c} ∩ {target = c}| / |{pred = c} ∪ {target = c}|`` over pixels with
-  ``target != ignore_index``; ``mIoU = mean_c IoU_c`` over classes with a non-empty union.
+  ``IoU_c = |{pred = c} ∩ {target = c}| / |{pred = c} ∪ {target = c}|`` over
+  pixels with ``target != ignore_index``; ``mIoU = mean_c IoU_c`` over classes
+  with a non-empty union.
 
   Args:
     pred: ``[...]`` int predicted classes in [0, num_classes).
-    target: ``[...]`` int ground truth (same shape), in [0, num_classes) or ``ignore_index``.
+    target: ``[...]`` int ground truth (same shape), in [0, num_classes) or
+      ``ignore_index``.
     num_classes: C >= 1.
     ignore_index: label of pixels left out.
 
   Returns:
-    ``(miou scalar, iou [C])`` float32; ``iou`` is NaN for classes with an empty union (and
-    ``miou`` NaN when every union is empty). Under jit, labels out of range give NaN.
+    ``(miou scalar, iou [C])`` float32; ``iou`` is NaN for classes with an empty
+    union (and ``miou`` NaN when every union is empty). Under jit, labels out of
+    range give NaN.
   """
   C = V.check_int(num_classes, "num_classes", min_value=1)
   pred = V.check_array(pred, "pred", dtype="int", nonempty=True)
@@ -98,7 +115,9 @@ def segmentation_miou(
   union = jnp.sum(P | G, 0).astype(jnp.float32)
   iou = jnp.where(union > 0, inter / jnp.maximum(union, 1.0), jnp.nan)
   present = union > 0
-  miou = jnp.sum(jnp.where(present, iou, 0.0)) / jnp.where(present.any(), present.sum(), jnp.nan)
+  miou = jnp.sum(jnp.where(present, iou, 0.0)) / jnp.where(
+    present.any(), present.sum(), jnp.nan
+  )
   return V.poison_floats((miou, iou), ok)
 
 
@@ -109,10 +128,12 @@ def region_embeddings(
   *,
   out_size: tuple[int, int] = (2, 2),
 ) -> jax.Array:
-  """``z = normalise(mean-pool(RoIAlign(F, box)))`` for every box of every image.
+  """``z = normalise(mean-pool(RoIAlign(F, box)))`` for every box of every
+  image.
 
   Args:
-    patch_features: ``[B, N, D]`` dense features on a square ``h x h`` patch grid.
+    patch_features: ``[B, N, D]`` dense features on a square ``h x h`` patch
+      grid.
     boxes: ``[B, K, 4]`` pixel boxes ``(x0, y0, x1, y1)``.
     image_size: ``(H, W)`` of the images in pixels.
     out_size: RoIAlign bins before the mean pool.
@@ -120,24 +141,34 @@ def region_embeddings(
   Returns:
     ``[B, K, D]`` float32 unit-norm region embeddings.
   """
-  f = V.check_array(patch_features, "patch_features", ndim=3, dtype="float", nonempty=True)
+  f = V.check_array(
+    patch_features, "patch_features", ndim=3, dtype="float", nonempty=True
+  )
   B, N, D = f.shape
   h = int(round(N**0.5))
   if h * h != N:
-    raise ValueError(f"patch_features must have a square number of patches, got N={N}")
+    raise ValueError(
+      f"patch_features must have a square number of patches, got N={N}"
+    )
   boxes = V.check_array(boxes, "boxes", shape=(B, None, 4), dtype="real")
   fm = f.reshape(B, h, h, D)
   img_h, img_w = image_size
   pooled = jax.vmap(
-    lambda m, b: roi_align(m, b, out_size=out_size, image_size=(img_h, img_w), validate=False)
+    lambda m, b: roi_align(
+      m, b, out_size=out_size, image_size=(img_h, img_w), validate=False
+    )
   )(fm, boxes)  # [B, K, oh, ow, D]
   return _l2(pooled.mean((2, 3)))
 
 
-def feature_drift(z_a: jax.Array, z_b: jax.Array, mask: jax.Array | None = None) -> jax.Array:
-  """Mean ``1 − cos(z_a, z_b)`` over paired region embeddings (the same object, two contexts).
+def feature_drift(
+  z_a: jax.Array, z_b: jax.Array, mask: jax.Array | None = None
+) -> jax.Array:
+  """Mean ``1 − cos(z_a, z_b)`` over paired region embeddings (the same object,
+  two contexts).
 
-  A constant feature map has drift 0: read drift beside region accuracy, never alone.
+  A constant feature map has drift 0: read drift beside region accuracy, never
+  alone.
 
   Args:
     z_a, z_b: ``[..., D]`` paired embeddings.
@@ -156,10 +187,12 @@ def feature_drift(z_a: jax.Array, z_b: jax.Array, mask: jax.Array | None = None)
 
 
 def patch_labels(label_map: jax.Array, patch: int) -> jax.Array:
-  """The label at each patch's centre pixel (pixel ``(patch // 2, patch // 2)`` of the cell).
+  """The label at each patch's centre pixel (pixel ``(patch // 2, patch // 2)``
+  of the cell).
 
   Args:
-    label_map: ``[B, S, S]`` int pixel labels (any value, e.g. -1 for ignored pixels).
+    label_map: ``[B, S, S]`` int pixel labels (any value, e.g. -1 for ignored
+      pixels).
     patch: the patch side (>= 1), dividing S.
 
   Returns:
@@ -169,7 +202,8 @@ def patch_labels(label_map: jax.Array, patch: int) -> jax.Array:
   m = V.check_array(label_map, "label_map", ndim=3, dtype="int", nonempty=True)
   if m.shape[1] % patch or m.shape[2] % patch:
     raise ValueError(
-      f"label_map must have sides divisible by the patch size {patch}, got {m.shape}"
+      f"label_map must have sides divisible by the patch size {patch}, "
+      f"got {m.shape}"
     )
   c = patch // 2
   return m[:, c::patch, c::patch].reshape(m.shape[0], -1).astype(jnp.int32)
@@ -184,31 +218,45 @@ def linear_probe_accuracy(
   *,
   ridge: float = 1e-2,
 ) -> jax.Array:
-  """Accuracy of a ridge-regression linear probe (one-hot targets, with bias) on frozen features.
+  """Accuracy of a ridge-regression linear probe (one-hot targets, with bias) on
+  frozen features.
 
-  ``W = argmin ||[X 1] W - Y||² + ridge ||W||²`` over the training rows with a label in
-  ``[0, C)`` (rows labelled ``-1`` are left out), then ``argmax [x 1] W`` on the test rows.
+  ``W = argmin ||[X 1] W - Y||² + ridge ||W||²`` over the training rows with a
+  label in ``[0, C)`` (rows labelled ``-1`` are left out), then ``argmax [x 1]
+  W`` on the test rows.
 
   Args:
-    train_x: ``[M, D]`` float features; train_y: ``[M]`` int labels in ``[0, C)`` or -1.
-    test_x: ``[M', D]`` float features; test_y: ``[M']`` int labels in ``[0, C)`` or -1.
+    train_x: ``[M, D]`` float features; train_y: ``[M]`` int labels in ``[0,
+      C)`` or -1.
+    test_x: ``[M', D]`` float features; test_y: ``[M']`` int labels in ``[0,
+      C)`` or -1.
     num_classes: C >= 2.
     ridge: the L2 penalty (>= 0) on the weights (the bias included).
 
   Returns:
-    Scalar float32 accuracy over the labelled test rows (NaN when there are none).
+    Scalar float32 accuracy over the labelled test rows (NaN when there are
+    none).
   """
   C = V.check_int(num_classes, "num_classes", min_value=2)
   ridge = V.check_float(ridge, "ridge", min_value=0.0)
   x = V.check_array(train_x, "train_x", ndim=2, dtype="float", nonempty=True)
   y = V.check_array(train_y, "train_y", shape=(x.shape[0],), dtype="int")
-  xt = V.check_array(test_x, "test_x", shape=(None, x.shape[1]), dtype="float", nonempty=True)
+  xt = V.check_array(
+    test_x, "test_x", shape=(None, x.shape[1]), dtype="float", nonempty=True
+  )
   yt = V.check_array(test_y, "test_y", shape=(xt.shape[0],), dtype="int")
   keep = (y >= 0) & (y < C)
-  xb = jnp.concatenate([x, jnp.ones_like(x[:, :1])], 1).astype(jnp.float32) * keep[:, None]
-  Y = jax.nn.one_hot(jnp.where(keep, y, 0), C, dtype=jnp.float32) * keep[:, None]
+  xb = (
+    jnp.concatenate([x, jnp.ones_like(x[:, :1])], 1).astype(jnp.float32)
+    * keep[:, None]
+  )
+  Y = (
+    jax.nn.one_hot(jnp.where(keep, y, 0), C, dtype=jnp.float32) * keep[:, None]
+  )
   d = xb.shape[1]
-  W = jnp.linalg.solve(xb.T @ xb + ridge * jnp.eye(d, dtype=jnp.float32), xb.T @ Y)
+  W = jnp.linalg.solve(
+    xb.T @ xb + ridge * jnp.eye(d, dtype=jnp.float32), xb.T @ Y
+  )
   pred = jnp.argmax(jnp.concatenate([xt, jnp.ones_like(xt[:, :1])], 1) @ W, -1)
   test_keep = (yt >= 0) & (yt < C)
   hits = jnp.sum((pred == yt) & test_keep)

@@ -1,11 +1,13 @@
-"""Fine-tuning a CLIP's dense readout with SSCL and its ablation arms (reconstructed).
+"""Fine-tuning a CLIP's dense readout with SSCL and its ablation arms
+(reconstructed).
 
-An arm is a weighting of the SSCL terms of :func:`sscl_loss` (``ARM_WEIGHTS``): the keep term
-alone, a CLIPSelf-style control (the anchor in its own image, no context views), CISC only,
-SGSR only, and SSCL. Every arm trains the image tower's last block, ``ln_post`` and the
-projection (:func:`trainable_mask`, :func:`masked_adam`); a frozen copy of the starting model
-is the teacher. The arms of one seed draw the same batches, anchors and views from the same
-step key (:func:`finetune_batch`), so their results are paired.
+An arm is a weighting of the SSCL terms of :func:`sscl_loss` (``ARM_WEIGHTS``):
+the keep term alone, a CLIPSelf-style control (the anchor in its own image, no
+context views), CISC only, SGSR only, and SSCL. Every arm trains the image
+tower's last block, ``ln_post`` and the projection (:func:`trainable_mask`,
+:func:`masked_adam`); a frozen copy of the starting model is the teacher. The
+arms of one seed draw the same batches, anchors and views from the same step key
+(:func:`finetune_batch`), so their results are paired.
 """
 
 from __future__ import annotations
@@ -19,13 +21,18 @@ import optax
 from jaxpapers.core import validation as V
 from jaxpapers.sscl._benchmark import VFMS, vfm_features
 from jaxpapers.sscl._eval import region_embeddings
-from jaxpapers.sscl._losses import SSCLConfig, patch_text_logits, sgsr_targets, sscl_loss
+from jaxpapers.sscl._losses import (
+  SSCLConfig,
+  patch_text_logits,
+  sgsr_targets,
+  sscl_loss,
+)
 from jaxpapers.sscl._models import TinyCLIP
 from jaxpapers.sscl._roi import make_context_views
 from jaxpapers.sscl._shapes import MAX_OBJECTS
 
-# The weight of each loss term (``LOSS_TERMS``) per arm; ``diverse`` = 0 keeps the anchor in its
-# own image (no context views).
+# The weight of each loss term (``LOSS_TERMS``) per arm; ``diverse`` = 0 keeps
+# the anchor in its own image (no context views).
 LOSS_TERMS = ("sgsr", "teacher", "infonce", "keep", "diverse")
 ARM_WEIGHTS = {
   "keep_only": (0.0, 0.0, 0.0, 1.0, 1.0),
@@ -41,12 +48,13 @@ def trainable_mask(params: Any, depth: int) -> Any:
   """Which leaves of a :class:`TinyCLIP` parameter tree fine-tuning moves.
 
   Args:
-    params: the model's parameter tree (``nnx.split(model)[1]`` or its abstract shape).
+    params: the model's parameter tree (``nnx.split(model)[1]`` or its abstract
+      shape).
     depth: the image tower's number of blocks.
 
   Returns:
-    a bool tree like ``params``: True for the image tower's last block, ``ln_post`` and
-    ``proj``.
+    a bool tree like ``params``: True for the image tower's last block,
+    ``ln_post`` and ``proj``.
   """
 
   depth = V.check_int(depth, "depth", min_value=1)
@@ -63,10 +71,12 @@ def trainable_mask(params: Any, depth: int) -> Any:
 
 
 def masked_adam(lr: float, mask: Any = None) -> optax.GradientTransformation:
-  """Adam after clipping the global gradient norm to 1; with ``mask``, only True leaves move.
+  """Adam after clipping the global gradient norm to 1; with ``mask``, only True
+  leaves move.
 
-  The frozen leaves get ``set_to_zero``: ``optax.masked`` alone would pass their raw gradients
-  through as updates, and ``apply_updates`` would then step them up the gradient.
+  The frozen leaves get ``set_to_zero``: ``optax.masked`` alone would pass their
+  raw gradients through as updates, and ``apply_updates`` would then step them
+  up the gradient.
 
   Args:
     lr: the learning rate.
@@ -80,7 +90,9 @@ def masked_adam(lr: float, mask: Any = None) -> optax.GradientTransformation:
   if mask is None:
     return opt
   labels = jax.tree.map(lambda m: "train" if m else "frozen", mask)
-  return optax.multi_transform({"train": opt, "frozen": optax.set_to_zero()}, labels)
+  return optax.multi_transform(
+    {"train": opt, "frozen": optax.set_to_zero()}, labels
+  )
 
 
 def _f32(x):
@@ -100,7 +112,8 @@ def finetune_batch(
   view_scales: tuple[float, float],
   diverse: jax.Array | float,
 ) -> dict:
-  """One fine-tuning step's batch: anchors in ``batch`` training images and their views.
+  """One fine-tuning step's batch: anchors in ``batch`` training images and
+  their views.
 
   Args:
     key: the step's key (the arms of one seed share it).
@@ -109,12 +122,14 @@ def finetune_batch(
     batch: B, the images per step.
     n_views: V, the context views per anchor.
     view_scales: the views' window range, in multiples of the box.
-    diverse: 1 for context views (the anchor pasted on another image's background), 0 for the
-      anchor in its own image V times (the CLIPSelf control).
+    diverse: 1 for context views (the anchor pasted on another image's
+      background), 0 for the anchor in its own image V times (the CLIPSelf
+      control).
 
   Returns:
-    ``idx`` [B], ``imgs`` uint8 and ``fimgs`` float ``[B, S, S, 3]``, ``boxes`` [B, 4],
-    ``vkeys`` [B], ``views`` ``[B, V, S, S, 3]`` and ``vboxes`` ``[B, V, 4]``.
+    ``idx`` [B], ``imgs`` uint8 and ``fimgs`` float ``[B, S, S, 3]``, ``boxes``
+    [B, 4], ``vkeys`` [B], ``views`` ``[B, V, S, S, 3]`` and ``vboxes``
+    ``[B, V, 4]``.
   """
   V.check_int(batch, "batch", min_value=1)
   V.check_int(n_views, "n_views", min_value=1)
@@ -143,13 +158,28 @@ def finetune_batch(
   )(vkeys, fimgs, boxes, bgs)  # [B, V, S, S, 3], [B, V, 4]
   views = diverse * views + (1 - diverse) * fimgs[:, None]
   vboxes = diverse * vboxes + (1 - diverse) * boxes[:, None]
-  return dict(idx=idx, imgs=imgs, fimgs=fimgs, boxes=boxes, vkeys=vkeys, views=views, vboxes=vboxes)
+  return dict(
+    idx=idx,
+    imgs=imgs,
+    fimgs=fimgs,
+    boxes=boxes,
+    vkeys=vkeys,
+    views=views,
+    vboxes=vboxes,
+  )
 
 
 def teacher_targets(
-  teacher: TinyCLIP, data: dict, b: dict, *, vfm: str, patch: int, config: SSCLConfig
+  teacher: TinyCLIP,
+  data: dict,
+  b: dict,
+  *,
+  vfm: str,
+  patch: int,
+  config: SSCLConfig,
 ) -> dict:
-  """The frozen teacher's dense targets, global embeddings and tight-crop embeddings.
+  """The frozen teacher's dense targets, global embeddings and tight-crop
+  embeddings.
 
   Args:
     teacher: the frozen starting model.
@@ -168,7 +198,9 @@ def teacher_targets(
   T = jax.lax.stop_gradient(teacher.text(data["prompts"]))
   t_cls, t_dense = teacher.image.encode(b["fimgs"], "maskclip")
   crops, _ = jax.vmap(
-    lambda kk, im, bx: make_context_views(kk, im, bx, n_views=1, scales=(1.0, 1.0))
+    lambda kk, im, bx: make_context_views(
+      kk, im, bx, n_views=1, scales=(1.0, 1.0)
+    )
   )(b["vkeys"], b["fimgs"], b["boxes"])
   t_crop = teacher.image(crops[:, 0])
   v = vfm_features(vfm, patch, b["imgs"], data["train_instance"][b["idx"]])
@@ -190,13 +222,16 @@ def arm_loss(
     config: the SSCL settings (``logit_scale`` scales the patch-text logits).
 
   Returns:
-    ``(loss, terms)``: the scalar loss and the unweighted terms of :func:`sscl_loss` with two
-    diagnostics (not optimised): ``dense_drift`` (from the teacher's dense readout) and
-    ``dense_spread`` (of the patches around their image mean; 0 for a constant readout).
+    ``(loss, terms)``: the scalar loss and the unweighted terms of
+    :func:`sscl_loss` with two diagnostics (not optimised): ``dense_drift``
+    (from the teacher's dense readout) and ``dense_spread`` (of the patches
+    around their image mean; 0 for a constant readout).
   """
   missing = {"sgsr", "teacher", "infonce", "keep"} - set(w)
   if missing:
-    raise ValueError(f"w must weight every loss term of LOSS_TERMS, missing {sorted(missing)}")
+    raise ValueError(
+      f"w must weight every loss term of LOSS_TERMS, missing {sorted(missing)}"
+    )
   B, Vn, Sz = b["views"].shape[:3]
   s_cls, s_dense = model.image.encode(b["fimgs"], "maskclip")
   logits = patch_text_logits(s_dense, t["T"], logit_scale=config.logit_scale)
@@ -204,7 +239,9 @@ def arm_loss(
   vb = b["vboxes"].reshape(B * Vn, 1, 4)
   z = region_embeddings(dv, vb, (Sz, Sz)).reshape(B, Vn, -1)
   teach = t["teach"]
-  _, terms = sscl_loss(logits, t["targets"], z, teach[1], s_cls, teach[0], config)
+  _, terms = sscl_loss(
+    logits, t["targets"], z, teach[1], s_cls, teach[0], config
+  )
   total = (
     w["sgsr"] * terms["sgsr"]
     + w["teacher"] * terms["cisc_teacher"]
@@ -214,6 +251,8 @@ def arm_loss(
   sd = jax.lax.stop_gradient(_unit(s_dense))
   diag = {
     "dense_drift": jnp.mean(1.0 - jnp.sum(sd * _unit(t["t_dense"]), -1)),
-    "dense_spread": jnp.mean(1.0 - jnp.sum(sd * _unit(jnp.mean(sd, 1, keepdims=True)), -1)),
+    "dense_spread": jnp.mean(
+      1.0 - jnp.sum(sd * _unit(jnp.mean(sd, 1, keepdims=True)), -1)
+    ),
   }
   return total, {**terms, **diag}

@@ -1,23 +1,32 @@
-"""Tiny CLIP-style Flax NNX models, dense readouts, and a handcrafted frozen "VFM".
+"""Tiny CLIP-style Flax NNX models, dense readouts, and a handcrafted frozen
+"VFM".
 
-Project reconstruction for CPU-scale experiments (no CLIP or DINO weights offline):
+Project reconstruction for CPU-scale experiments (no CLIP or DINO weights
+offline):
 
-* :class:`TinyViT`: patch embedding, a class token, pre-LN transformer blocks, ``ln_post`` and a
-  projection, as in CLIP's image tower;
-* :class:`TinyTextEncoder`: word + position embeddings, pre-LN blocks with a padding mask, mean
-  pooling over valid tokens (CLIP uses the EOT token; mean pooling is the tiny-model choice);
-* :class:`TinyCLIP`: both towers plus the learnable log logit scale (init log(1 / 0.07)).
+* :class:`TinyViT`: patch embedding, a class token, pre-LN transformer blocks,
+  ``ln_post`` and a projection, as in CLIP's image tower;
+* :class:`TinyTextEncoder`: word + position embeddings, pre-LN blocks with a
+  padding mask, mean pooling over valid tokens (CLIP uses the EOT token; mean
+  pooling is the tiny-model choice);
+* :class:`TinyCLIP`: both towers plus the learnable log logit scale (init log(1
+  / 0.07)).
 
-Dense readouts of the last block (:func:`dense_features`), given its input tokens ``x``,
-``h = LN_1(x)``, ``q, k, v`` its projections and ``W_o`` the output projection:
+Dense readouts of the last block (:func:`dense_features`), given its input
+tokens ``x``, ``h = LN_1(x)``, ``q, k, v`` its projections and ``W_o`` the
+output projection:
 
-* ``'plain'``: the last block's patch outputs (residual, attention and MLP), then ``ln_post``
-  and the projection;
-* ``'maskclip'`` (MaskCLIP): ``proj(ln_post(W_o v))``: value embeddings, no attention mixing;
-* ``'sclip'`` (SCLIP's correlative self-attention): ``W_o (½[σ(q qᵀ/√d) + σ(k kᵀ/√d)] v)``;
-* ``'proxy'`` (ProxyCLIP-style, training-free): ``W_o (A v)`` with a given VFM affinity ``A``.
+* ``'plain'``: the last block's patch outputs (residual, attention and MLP),
+  then ``ln_post`` and the projection;
+* ``'maskclip'`` (MaskCLIP): ``proj(ln_post(W_o v))``: value embeddings, no
+  attention mixing;
+* ``'sclip'`` (SCLIP's correlative self-attention): ``W_o (½[σ(q qᵀ/√d) + σ(k
+  kᵀ/√d)] v)``;
+* ``'proxy'`` (ProxyCLIP-style, training-free): ``W_o (A v)`` with a given VFM
+  affinity ``A``.
 
-All readouts return unnormalised ``[B, N, E]`` patch features (``N = (S / patch)²``).
+All readouts return unnormalised ``[B, N, E]`` patch features
+(``N = (S / patch)²``).
 """
 
 from __future__ import annotations
@@ -37,10 +46,13 @@ READOUTS = ("plain", "maskclip", "sclip", "proxy")
 def _images(images, patch=None):
   images = V.check_array(images, "images", ndim=4, dtype="real", nonempty=True)
   if images.shape[-1] != 3:
-    raise ValueError(f"images must have shape [B, S, S, 3] (RGB), got {images.shape}")
+    raise ValueError(
+      f"images must have shape [B, S, S, 3] (RGB), got {images.shape}"
+    )
   if patch is not None and (images.shape[1] % patch or images.shape[2] % patch):
     raise ValueError(
-      f"images must have sides divisible by the patch size {patch}, got {images.shape}"
+      f"images must have sides divisible by the patch size {patch}, "
+      f"got {images.shape}"
     )
   x = images.astype(jnp.float32)
   if images.dtype == jnp.uint8:
@@ -57,9 +69,13 @@ def _patchify(x, p):
 class Block(nnx.Module):
   """Pre-LN transformer block: ``x + MHA(LN x)``, then ``x + MLP(LN x)``."""
 
-  def __init__(self, dim: int, heads: int, *, mlp_ratio: int = 2, rngs: nnx.Rngs):
+  def __init__(
+    self, dim: int, heads: int, *, mlp_ratio: int = 2, rngs: nnx.Rngs
+  ):
     if dim % heads:
-      raise ValueError(f"dim must be divisible by heads, got dim={dim}, heads={heads}")
+      raise ValueError(
+        f"dim must be divisible by heads, got dim={dim}, heads={heads}"
+      )
     self.heads = heads
     self.ln1 = nnx.LayerNorm(dim, rngs=rngs)
     self.qkv = nnx.Linear(dim, 3 * dim, rngs=rngs)
@@ -89,7 +105,8 @@ class Block(nnx.Module):
 
 
 class TinyViT(nnx.Module):
-  """``[B, S, S, 3]`` images (uint8 or float in [0, 1]) -> class and patch features.
+  """``[B, S, S, 3]`` images (uint8 or float in [0, 1]) -> class and patch
+  features.
 
   Args:
     size: ``S``, the image side in pixels (divisible by ``patch``).
@@ -115,13 +132,19 @@ class TinyViT(nnx.Module):
     V.check_int(size, "size", min_value=1)
     self.patch = V.check_int(patch, "patch", min_value=1)
     if size % patch:
-      raise ValueError(f"size must be divisible by patch, got size={size}, patch={patch}")
+      raise ValueError(
+        f"size must be divisible by patch, got size={size}, patch={patch}"
+      )
     V.check_int(depth, "depth", min_value=1)
     n = (size // patch) ** 2
     self.embed = nnx.Linear(patch * patch * 3, width, rngs=rngs)
     self.cls = nnx.Param(0.02 * jax.random.normal(rngs.params(), (1, 1, width)))
-    self.pos = nnx.Param(0.02 * jax.random.normal(rngs.params(), (1, n + 1, width)))
-    self.blocks = nnx.List([Block(width, heads, rngs=rngs) for _ in range(depth)])
+    self.pos = nnx.Param(
+      0.02 * jax.random.normal(rngs.params(), (1, n + 1, width))
+    )
+    self.blocks = nnx.List(
+      [Block(width, heads, rngs=rngs) for _ in range(depth)]
+    )
     self.ln_post = nnx.LayerNorm(width, rngs=rngs)
     self.proj = nnx.Linear(width, embed_dim, use_bias=False, rngs=rngs)
 
@@ -135,7 +158,9 @@ class TinyViT(nnx.Module):
       ``[B, 1 + N, width]`` float tokens (class token first).
     """
     x = self.embed(_patchify(_images(images, self.patch), self.patch))
-    x = jnp.concatenate([jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])), x], 1)
+    x = jnp.concatenate(
+      [jnp.broadcast_to(self.cls[...], (x.shape[0], 1, x.shape[-1])), x], 1
+    )
     x = x + self.pos[...]
     for blk in self.blocks[:-1]:
       x = blk(x)
@@ -147,14 +172,18 @@ class TinyViT(nnx.Module):
     return _l2(self.proj(self.ln_post(x[:, 0])))
 
   def dense(
-    self, images: jax.Array, readout: str = "maskclip", affinity: jax.Array | None = None
+    self,
+    images: jax.Array,
+    readout: str = "maskclip",
+    affinity: jax.Array | None = None,
   ) -> jax.Array:
     """Patch features with one of :data:`READOUTS` (see module doc).
 
     Args:
       images: ``[B, S, S, 3]`` uint8 or float images in [0, 1].
       readout: one of :data:`READOUTS`.
-      affinity: ``[B, N, N]`` row-stochastic affinity, required for ``readout='proxy'``.
+      affinity: ``[B, N, N]`` row-stochastic affinity, required for
+        ``readout='proxy'``.
 
     Returns:
       ``[B, N, E]`` unnormalised patch features.
@@ -162,14 +191,18 @@ class TinyViT(nnx.Module):
     return self._dense(self.tokens(images), readout, affinity)
 
   def encode(
-    self, images: jax.Array, readout: str = "maskclip", affinity: jax.Array | None = None
+    self,
+    images: jax.Array,
+    readout: str = "maskclip",
+    affinity: jax.Array | None = None,
   ) -> tuple[jax.Array, jax.Array]:
     """Global and patch features, sharing the first blocks' computation.
 
     Args:
       images: ``[B, S, S, 3]`` uint8 or float images in [0, 1].
       readout: one of :data:`READOUTS`, for the patch features.
-      affinity: ``[B, N, N]`` row-stochastic affinity, required for ``readout='proxy'``.
+      affinity: ``[B, N, N]`` row-stochastic affinity, required for
+        ``readout='proxy'``.
 
     Returns:
       ``(global [B, E] unit-norm, dense [B, N, E] unnormalised)``.
@@ -180,7 +213,9 @@ class TinyViT(nnx.Module):
 
   def _dense(self, x, readout, affinity):
     if readout not in READOUTS:
-      raise ValueError(f"readout must be one of {list(READOUTS)}, got {readout!r}")
+      raise ValueError(
+        f"readout must be one of {list(READOUTS)}, got {readout!r}"
+      )
     last = self.blocks[-1]
     if readout == "plain":
       y = last(x)[:, 1:]
@@ -195,9 +230,13 @@ class TinyViT(nnx.Module):
         mixed = 0.5 * (aq + ak) @ v
       else:
         if affinity is None:
-          raise ValueError("affinity must be given for readout='proxy' ([B, N, N])")
+          raise ValueError(
+            "affinity must be given for readout='proxy' ([B, N, N])"
+          )
         n = v.shape[2]
-        affinity = V.check_array(affinity, "affinity", shape=(v.shape[0], n, n), dtype="float")
+        affinity = V.check_array(
+          affinity, "affinity", shape=(v.shape[0], n, n), dtype=("float")
+        )
         mixed = affinity[:, None] @ v
       y = last.merge(mixed)
     return self.proj(self.ln_post(y))
@@ -231,8 +270,12 @@ class TinyTextEncoder(nnx.Module):
     self.max_len = V.check_int(max_len, "max_len", min_value=1)
     V.check_int(depth, "depth", min_value=1)
     self.tok = nnx.Embed(vocab, width, rngs=rngs)
-    self.pos = nnx.Param(0.02 * jax.random.normal(rngs.params(), (max_len, width)))
-    self.blocks = nnx.List([Block(width, heads, rngs=rngs) for _ in range(depth)])
+    self.pos = nnx.Param(
+      0.02 * jax.random.normal(rngs.params(), (max_len, width))
+    )
+    self.blocks = nnx.List(
+      [Block(width, heads, rngs=rngs) for _ in range(depth)]
+    )
     self.ln = nnx.LayerNorm(width, rngs=rngs)
     self.proj = nnx.Linear(width, embed_dim, use_bias=False, rngs=rngs)
 
@@ -240,7 +283,9 @@ class TinyTextEncoder(nnx.Module):
     tokens = V.check_array(tokens, "tokens", ndim=2, dtype="int", nonempty=True)
     L = tokens.shape[1]
     if L > self.max_len:
-      raise ValueError(f"tokens must have at most max_len={self.max_len} columns, got {L}")
+      raise ValueError(
+        f"tokens must have at most max_len={self.max_len} columns, got {L}"
+      )
     mask = tokens > 0
     x = self.tok(tokens) + self.pos[...][:L]
     for blk in self.blocks:
@@ -255,8 +300,9 @@ class TinyCLIP(nnx.Module):
 
   Args:
     vocab: the text vocabulary size (>= 2; id 0 is padding).
-    size, patch, width, depth, heads, embed_dim: the image tower's (:class:`TinyViT`); the
-      text tower shares ``width``, ``heads`` and ``embed_dim``.
+    size, patch, width, depth, heads, embed_dim: the image tower's
+      (:class:`TinyViT`); the text tower shares ``width``, ``heads`` and
+      ``embed_dim``.
     text_depth: the text tower's number of blocks (>= 1).
     max_len: the longest token sequence.
     rngs: the parameters' random streams.
@@ -277,7 +323,13 @@ class TinyCLIP(nnx.Module):
     rngs: nnx.Rngs,
   ):
     self.image = TinyViT(
-      size=size, patch=patch, width=width, depth=depth, heads=heads, embed_dim=embed_dim, rngs=rngs
+      size=size,
+      patch=patch,
+      width=width,
+      depth=depth,
+      heads=heads,
+      embed_dim=embed_dim,
+      rngs=rngs,
     )
     self.text = TinyTextEncoder(
       vocab,
@@ -306,7 +358,8 @@ def dense_features(
   readout: str = "maskclip",
   affinity: jax.Array | None = None,
 ) -> jax.Array:
-  """Dense patch features of a tiny CLIP image tower (readouts in the module docstring).
+  """Dense patch features of a tiny CLIP image tower (readouts in the module
+  docstring).
 
   Args:
     model: a :class:`TinyCLIP` or :class:`TinyViT`.
@@ -319,21 +372,26 @@ def dense_features(
   """
   vit = model.image if isinstance(model, TinyCLIP) else model
   if not isinstance(vit, TinyViT):
-    raise TypeError(f"model must be a TinyCLIP or TinyViT, got {type(model).__name__}")
+    raise TypeError(
+      f"model must be a TinyCLIP or TinyViT, got {type(model).__name__}"
+    )
   _images(images, vit.patch)
   return vit.dense(images, readout, affinity)
 
 
 def handcrafted_vfm(images: jax.Array, patch: int) -> jax.Array:
-  """A deterministic frozen "VFM" for CPU tests: per-patch colour and edge statistics.
+  """A deterministic frozen "VFM" for CPU tests: per-patch colour and edge
+  statistics.
 
-  Reconstruction (stands in for DINO). Per ``patch x patch`` cell: mean RGB (3), RGB standard
-  deviation (3) and the mean magnitude of horizontal / vertical / two diagonal finite
-  differences (4); each of the 10 features is then centred over the image's patches and
-  divided by its standard deviation over the image (so cosines have both signs).
+  Reconstruction (stands in for DINO). Per ``patch x patch`` cell: mean RGB (3),
+  RGB standard deviation (3) and the mean magnitude of horizontal / vertical /
+  two diagonal finite differences (4); each of the 10 features is then centred
+  over the image's patches and divided by its standard deviation over the image
+  (so cosines have both signs).
 
   Args:
-    images: ``[B, S, S, 3]`` uint8 or float images, sides divisible by ``patch``.
+    images: ``[B, S, S, 3]`` uint8 or float images, sides divisible by
+      ``patch``.
     patch: the patch side (>= 1).
 
   Returns:
@@ -347,7 +405,8 @@ def handcrafted_vfm(images: jax.Array, patch: int) -> jax.Array:
   dy = jnp.abs(pad[:, 1:, :-1] - pad[:, :-1, :-1])
   d1 = jnp.abs(pad[:, 1:, 1:] - pad[:, :-1, :-1])
   d2 = jnp.abs(pad[:, 1:, :-1] - pad[:, :-1, 1:])
-  cells = _patchify(jnp.concatenate([x, dx, dy, d1, d2], -1), patch)  # [B, N, p*p*7]
+  # [B, N, p*p*7]
+  cells = _patchify(jnp.concatenate([x, dx, dy, d1, d2], -1), patch)
   B, N, _ = cells.shape
   cells = cells.reshape(B, N, patch * patch, 7)
   feats = jnp.concatenate(
@@ -357,32 +416,39 @@ def handcrafted_vfm(images: jax.Array, patch: int) -> jax.Array:
   return feats / (feats.std(1, keepdims=True) + 1e-6)
 
 
-def instance_vfm(instance_map: jax.Array, patch: int, num_slots: int) -> jax.Array:
-  """A grouping-only frozen "VFM": per patch, the fraction of its pixels in each region.
+def instance_vfm(
+  instance_map: jax.Array, patch: int, num_slots: int
+) -> jax.Array:
+  """A grouping-only frozen "VFM": per patch, the fraction of its pixels in each
+  region.
 
-  Reconstruction (stands in for DINO's spatial consistency, without its semantics). Region
-  ``r`` is the background (``r = 0``) or object slot ``r - 1``; the feature of a patch is its
-  ``[num_slots + 1]`` histogram over regions. Two patches of the same object have cosine 1,
-  patches of different objects cosine 0, whatever their class: the features say which patches
-  belong together and nothing about what they are. Built from the rendered instance map, it is
-  a clean upper bound on a real VFM's grouping.
+  Reconstruction (stands in for DINO's spatial consistency, without its
+  semantics). Region ``r`` is the background (``r = 0``) or object slot
+  ``r - 1``; the feature of a patch is its ``[num_slots + 1]`` histogram over
+  regions. Two patches of the same object have cosine 1, patches of different
+  objects cosine 0, whatever their class: the features say which patches belong
+  together and nothing about what they are. Built from the rendered instance
+  map, it is a clean upper bound on a real VFM's grouping.
 
   Args:
-    instance_map: ``[B, S, S]`` int region ids in ``[0, num_slots]`` (0 = background), sides
-      divisible by ``patch``.
+    instance_map: ``[B, S, S]`` int region ids in ``[0, num_slots]`` (0 =
+      background), sides divisible by ``patch``.
     patch: the patch side (>= 1).
     num_slots: the number of object slots (>= 1).
 
   Returns:
-    ``[B, N, num_slots + 1]`` float32 region fractions (rows sum to 1), ``N = (S / patch)²``
-    row-major.
+    ``[B, N, num_slots + 1]`` float32 region fractions (rows sum to 1),
+    ``N = (S / patch)²`` row-major.
   """
   patch = V.check_int(patch, "patch", min_value=1)
   num_slots = V.check_int(num_slots, "num_slots", min_value=1)
-  m = V.check_array(instance_map, "instance_map", ndim=3, dtype="int", nonempty=True)
+  m = V.check_array(
+    instance_map, "instance_map", ndim=3, dtype="int", nonempty=True
+  )
   if m.shape[1] % patch or m.shape[2] % patch:
     raise ValueError(
-      f"instance_map must have sides divisible by the patch size {patch}, got {m.shape}"
+      f"instance_map must have sides divisible by the patch size {patch}, "
+      f"got {m.shape}"
     )
   onehot = jax.nn.one_hot(m, num_slots + 1, dtype=jnp.float32)  # [B, S, S, R]
   cells = _patchify(onehot, patch)  # [B, N, p*p*R]

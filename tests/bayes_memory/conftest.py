@@ -1,4 +1,5 @@
-"""Shared tiny random model (module-compiled programs are reused across test files)."""
+"""Shared tiny random model (module-compiled programs are reused across test
+files)."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -22,13 +23,16 @@ TINY = lm.LMConfig(
 
 @pytest.fixture(scope="session")
 def tiny():
-  # NumPy init (no per-shape random programs to compile); non-trivial norm gains.
+  # NumPy init (no per-shape random programs to compile); non-trivial norm
+  # gains.
   rng = np.random.default_rng(0)
   params = {
     k: jnp.asarray(
-      (1.0 + 0.2 * rng.normal(size=shp) if "norm" in k else 0.3 * rng.normal(size=shp)).astype(
-        np.float32
-      )
+      (
+        1.0 + 0.2 * rng.normal(size=shp)
+        if "norm" in k
+        else 0.3 * rng.normal(size=shp)
+      ).astype(np.float32)
     )
     for k, shp in lm.param_shapes(TINY).items()
   }

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.bayes_memory``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.bayes_memory``: malformed calls, eagerly
+and under jit."""
 
 import jax
 import numpy as np
@@ -10,7 +11,13 @@ from jaxpapers import lm
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
 CFG = lm.LMConfig(
-  vocab_size=23, d_model=8, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=4, ffn_dim=8
+  vocab_size=23,
+  d_model=8,
+  n_layers=1,
+  n_heads=2,
+  n_kv_heads=1,
+  head_dim=4,
+  ffn_dim=8,
 )
 PARAMS = lm.init_params(jax.random.key(0), CFG)
 TOK = bm.WordTokenizer(23)
@@ -155,7 +162,9 @@ CASES = [
     (FN, BATCH_BADV),
     match="turn_valid",
     jit=None,
-    jit_reason="the batch is a dataclass argument; its shapes are checked alike",
+    jit_reason=(
+      "the batch is a dataclass argument; its shapes are checked alike"
+    ),
   ),
   Case(
     "log_bayes_factors",
@@ -173,7 +182,9 @@ CASES = [
     (FN, BATCH_BADV),
     match="turn_valid",
     jit=None,
-    jit_reason="the batch is a dataclass argument; its shapes are checked alike",
+    jit_reason=(
+      "the batch is a dataclass argument; its shapes are checked alike"
+    ),
   ),
   Case(
     "access_and_select",
@@ -220,7 +231,13 @@ CASES = [
     (U, LBF[:1], VALID),
     match="lbf must have shape",
   ),
-  Case("gate_loss", bm.gate_loss, (U[:, 0], LBF_NAN, VALID), match="finite", jit="nan"),
+  Case(
+    "gate_loss",
+    bm.gate_loss,
+    (U[:, 0], LBF_NAN, VALID),
+    match="finite",
+    jit=("nan"),
+  ),
   Case(
     "gate_loss",
     bm.gate_loss,
@@ -228,7 +245,12 @@ CASES = [
     match="g_logit must have shape",
     id="gate-shape",
   ),
-  Case("pair_features", bm.pair_features, (FT, FQ[:, :3], POS), match="f_query must have shape"),
+  Case(
+    "pair_features",
+    bm.pair_features,
+    (FT, FQ[:, :3], POS),
+    match=("f_query must have shape"),
+  ),
   Case(
     "UtilityModel",
     lambda ft: bm.UtilityModel(3, hidden=4, rngs=nnx.Rngs(0))(ft, FQ, POS),
@@ -256,7 +278,9 @@ CASES = [
     error=TypeError,
     match="UtilityModel",
     jit=None,
-    jit_reason="the modules are Python objects, checked by type before any tracing",
+    jit_reason=(
+      "the modules are Python objects, checked by type before any tracing"
+    ),
   ),
   Case(
     "mean_pooled_features",
@@ -266,8 +290,19 @@ CASES = [
     match="every row",
     jit="nan",
   ),
-  Case("cosine_scores", bm.cosine_scores, (FT, FQ, VALID[:, :2]), match="valid must have shape"),
-  Case("recency_scores", bm.recency_scores, (LBF,), error=TypeError, match="bool dtype"),
+  Case(
+    "cosine_scores",
+    bm.cosine_scores,
+    (FT, FQ, VALID[:, :2]),
+    match=("valid must have shape"),
+  ),
+  Case(
+    "recency_scores",
+    bm.recency_scores,
+    (LBF,),
+    error=TypeError,
+    match=("bool dtype"),
+  ),
   Case(
     "random_scores",
     bm.random_scores,
@@ -278,7 +313,12 @@ CASES = [
     jit_reason="a raw uint32 key is rejected by type",
   ),
   Case(
-    "bm25_scores", bm.bm25_scores, ([], "q"), match="at least one turn", jit=None, jit_reason=HOST
+    "bm25_scores",
+    bm.bm25_scores,
+    ([], "q"),
+    match="at least one turn",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "retrieval_scores",
@@ -297,7 +337,11 @@ CASES = [
     jit="nan",
   ),
   Case(
-    "stale_retrieval_rate", bm.stale_retrieval_rate, (LBF_NAN, VALID, VALID), match="NaN", jit="nan"
+    "stale_retrieval_rate",
+    bm.stale_retrieval_rate,
+    (LBF_NAN, VALID, VALID),
+    match=("NaN"),
+    jit=("nan"),
   ),
   Case(
     "gate_auroc",
@@ -356,7 +400,9 @@ CASES = [
   ),
   Case(
     "make_set_scorer",
-    lambda: bm.make_set_scorer(FN, TOK, [(["a"], "x", "y")], max_len=64, batch_rows=2)([(0, (3,))]),
+    lambda: bm.make_set_scorer(
+      FN, TOK, [(["a"], "x", "y")], max_len=64, batch_rows=2
+    )([(0, (3,))]),
     match=r"outside \[0, 1\)",
     jit=None,
     jit_reason=HOST,
@@ -383,7 +429,10 @@ CASES = [
     lambda: bm.tree_logprobs(PARAMS, TREE, config=CFG, max_targets=1),
     match="max_targets=1",
     jit=None,
-    jit_reason="the tree is a static structure built on the host; its values are checked eagerly",
+    jit_reason=(
+      "the tree is a static structure built on the host; "
+      "its values are checked eagerly"
+    ),
   ),
   Case(
     "tree_logprobs",
@@ -437,7 +486,9 @@ CASES = [
   ),
   Case(
     "score_rows_bucketed",
-    lambda: bm.score_rows_bucketed(FN, [(IDS[0], ATT[0], TGT[0])], buckets=(2,), batch_tokens=8),
+    lambda: bm.score_rows_bucketed(
+      FN, [(IDS[0], ATT[0], TGT[0])], buckets=(2,), batch_tokens=8
+    ),
     match="largest bucket 2",
     jit=None,
     jit_reason="host-side batching of rows into length buckets",
@@ -458,7 +509,8 @@ CASES = [
   ),
 ]
 _Q = {"seed": np.zeros(2, int)}
-# The question arrays of two questions over three turns (question_arrays' fields).
+# The question arrays of two questions over three turns (question_arrays'
+# fields).
 _QA = {
   "lp_y": np.zeros((2, 6)),
   "lp_alt": np.zeros((2, 6)),
@@ -504,7 +556,9 @@ CASES += [
   ),
   Case(
     "access_signal_metrics",
-    lambda: bm.access_signal_metrics(np.zeros((2, 3)), np.ones(2, bool), np.zeros(2)),
+    lambda: bm.access_signal_metrics(
+      np.zeros((2, 3)), np.ones(2, bool), np.zeros(2)
+    ),
     match=r"lp_y must have shape \[Q, N \+ 3\]",
     jit=None,
     jit_reason=HOST,
@@ -512,7 +566,12 @@ CASES += [
   Case(
     "choose_contexts",
     lambda: bm.choose_contexts(
-      _QA, np.zeros((2, 2)), np.zeros(2), tau=0.0, tau_placebo=0.0, rng=np.random.default_rng(0)
+      _QA,
+      np.zeros((2, 2)),
+      np.zeros(2),
+      tau=0.0,
+      tau_placebo=0.0,
+      rng=np.random.default_rng(0),
     ),
     match=r"u must have shape \[2, 3\]",
     jit=None,
@@ -521,7 +580,12 @@ CASES += [
   Case(
     "choose_contexts",
     lambda: bm.choose_contexts(
-      {"lp_y": np.zeros((2, 6))}, U, np.zeros(2), tau=0.0, tau_placebo=0.0, rng=None
+      {"lp_y": np.zeros((2, 6))},
+      U,
+      np.zeros(2),
+      tau=0.0,
+      tau_placebo=0.0,
+      rng=None,
     ),
     match="missing",
     jit=None,
@@ -549,8 +613,12 @@ EXEMPT = {
   "LogprobFn": "a type alias (Callable), not a function",
   "SetScorer": "a type alias (Callable), not a function",
   "GreedySelection": "a plain frozen dataclass returned by greedy_select",
-  "PrefixTree": "a plain container built by build_prefix_tree; checked by tree_logprobs",
-  "ScoringBatch": "a plain container; its fields are checked by every function taking a batch",
+  "PrefixTree": (
+    "a plain container built by build_prefix_tree; checked by tree_logprobs"
+  ),
+  "ScoringBatch": (
+    "a plain container; its fields are checked by every function taking a batch"
+  ),
   "Dialogue": "a plain frozen dataclass built by make_preference_dialogues",
   "Query": "a plain frozen dataclass built by make_preference_dialogues",
 }
@@ -567,7 +635,9 @@ def test_every_public_callable_has_a_case():
 
 def test_degenerate_inputs_have_documented_values():
   # no gold turn anywhere: recall is NaN (0/0), documented
-  assert np.isnan(float(bm.evidence_recall_at_k(LBF, np.array([-1, -1]), VALID)))
+  assert np.isnan(
+    float(bm.evidence_recall_at_k(LBF, np.array([-1, -1]), VALID))
+  )
   # nothing clears tau: no access, no valid selection
   acc, idx, iv = bm.access_and_select(LBF, VALID, tau=5.0, k=2)
   assert not np.any(np.asarray(acc)) and not np.any(np.asarray(iv))

@@ -1,4 +1,5 @@
-"""Retrieval baselines and metrics against brute-force references; the generator's labels."""
+"""Retrieval baselines and metrics against brute-force references; the
+generator's labels."""
 
 import jax
 import numpy as np
@@ -26,7 +27,9 @@ def test_cosine_and_recency_and_random():
   assert np.isneginf(got[2, 3])
   rec = np.asarray(bm.retrieval_scores("recency", valid=v))
   assert rec[2].argmax() == 2 and rec[0].argmax() == 3
-  rnd = np.asarray(bm.retrieval_scores("random", valid=v, key=jax.random.key(0)))
+  rnd = np.asarray(
+    bm.retrieval_scores("random", valid=v, key=jax.random.key(0))
+  )
   assert np.isneginf(rnd[2, 3]) and np.all((rnd[v] >= 0) & (rnd[v] < 1))
 
 
@@ -42,24 +45,33 @@ def test_recall_and_stale_rate_against_brute_force():
   stale = rng.random((30, 5)) < 0.3
   for k in (1, 2):
     top = [
-      sorted([i for i in range(5) if VALID[q, i]], key=lambda i: -S[q, i])[:k] for q in range(30)
+      sorted([i for i in range(5) if VALID[q, i]], key=lambda i: -S[q, i])[:k]
+      for q in range(30)
     ]
     has = gold >= 0
     ref = np.mean([gold[q] in top[q] for q in range(30) if has[q]])
-    assert float(bm.evidence_recall_at_k(S, gold, VALID, k)) == pytest.approx(ref)
+    assert float(bm.evidence_recall_at_k(S, gold, VALID, k)) == pytest.approx(
+      ref
+    )
     hs = [q for q in range(30) if (stale[q] & VALID[q]).any()]
     ref_s = np.mean([any(stale[q, i] for i in top[q]) for q in hs])
-    assert float(bm.stale_retrieval_rate(S, stale, VALID, k)) == pytest.approx(ref_s)
+    assert float(bm.stale_retrieval_rate(S, stale, VALID, k)) == pytest.approx(
+      ref_s
+    )
 
 
 def test_gate_auroc_matches_sklearn():
   g = np.round(rng.normal(size=40), 1).astype(np.float32)  # with ties
   y = rng.random(40) < 0.5
-  assert float(bm.gate_auroc(g, y)) == pytest.approx(roc_auc_score(y, g), rel=1e-6)
+  assert float(bm.gate_auroc(g, y)) == pytest.approx(
+    roc_auc_score(y, g), rel=1e-6
+  )
 
 
 def test_generated_labels_are_consistent():
-  ds = bm.make_preference_dialogues(3, n_dialogues=40, n_turns=6, change_rate=0.6)
+  ds = bm.make_preference_dialogues(
+    3, n_dialogues=40, n_turns=6, change_rate=0.6
+  )
   n_changed = 0
   for d in ds:
     assert len(d.turns) == 6
@@ -68,15 +80,23 @@ def test_generated_labels_are_consistent():
         assert q.gold_turn == -1 and q.y_alt is None
         continue
       cur = q.y.split(" ")
-      # the gold turn names the value the reference names; y and y_alt differ in it only
-      diff = [w for w in q.y.replace("!", "").replace(".", "").split() if w not in q.y_alt]
+      # the gold turn names the value the reference names; y and y_alt differ in
+      # it only
+      diff = [
+        w
+        for w in q.y.replace("!", "").replace(".", "").split()
+        if w not in q.y_alt
+      ]
       assert diff and all(w in d.turns[q.gold_turn] for w in diff)
       for s in q.stale_turns:
         assert s < q.gold_turn  # a change follows the statement it supersedes
-        assert "switched" in d.turns[q.gold_turn] or "moved on" in d.turns[q.gold_turn]
+        assert (
+          "switched" in d.turns[q.gold_turn]
+          or "moved on" in d.turns[q.gold_turn]
+        )
         n_changed += 1
       del cur
   assert n_changed > 10
-  assert bm.make_preference_dialogues(3, n_dialogues=2) == bm.make_preference_dialogues(
+  assert bm.make_preference_dialogues(
     3, n_dialogues=2
-  )
+  ) == bm.make_preference_dialogues(3, n_dialogues=2)

@@ -1,4 +1,5 @@
-"""The jittable losses, selection and metrics, jitted and eager, against float64 NumPy."""
+"""The jittable losses, selection and metrics, jitted and eager, against float64
+NumPy."""
 
 import functools
 
@@ -31,7 +32,9 @@ class LossesTest(chex.TestCase):
   def test_distillation_loss_is_the_listwise_kl_over_valid_turns(self):
     u, lbf, valid = _data()
     beta = 0.5
-    fn = self.variant(functools.partial(bm.utility_distillation_loss, beta=beta))
+    fn = self.variant(
+      functools.partial(bm.utility_distillation_loss, beta=beta)
+    )
     got = fn(u, lbf, valid)
     kl = []
     for q in range(Q):
@@ -41,15 +44,21 @@ class LossesTest(chex.TestCase):
       kl.append(np.sum(np.exp(lt) * (lt - ls)))
     chex.assert_shape(got, ())
     chex.assert_type(got, jnp.float32)
-    chex.assert_trees_all_close(got, np.float32(np.mean(kl)), rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(
+      got, np.float32(np.mean(kl)), rtol=1e-5, atol=1e-6
+    )
 
   @chex.variants(with_jit=True, without_jit=True)
   def test_regression_loss_is_the_huber_mean_over_valid_turns(self):
     u, lbf, valid = _data(1)
     delta = 0.7
-    fn = self.variant(functools.partial(bm.utility_regression_loss, delta=delta))
+    fn = self.variant(
+      functools.partial(bm.utility_regression_loss, delta=delta)
+    )
     d = u.astype(np.float64) - lbf
-    h = np.where(np.abs(d) <= delta, 0.5 * d**2, delta * (np.abs(d) - 0.5 * delta))
+    h = np.where(
+      np.abs(d) <= delta, 0.5 * d**2, delta * (np.abs(d) - 0.5 * delta)
+    )
     got = fn(u, lbf, valid)
     chex.assert_shape(got, ())
     chex.assert_trees_all_close(got, np.float32(h[valid].mean()), rtol=1e-5)
@@ -79,7 +88,9 @@ class SelectionAndMetricsTest(chex.TestCase):
       keep = [i for i in range(N) if valid[q, i] and lbf[q, i] > tau]
       ranked = sorted(keep, key=lambda i: -lbf[q, i])[:k]
       self.assertEqual(bool(access[q]), bool(keep))
-      self.assertEqual(list(np.asarray(idx[q])[np.asarray(idx_valid[q])]), ranked)
+      self.assertEqual(
+        list(np.asarray(idx[q])[np.asarray(idx_valid[q])]), ranked
+      )
 
   @chex.variants(with_jit=True, without_jit=True)
   def test_cosine_scores_and_pair_features(self):
@@ -92,11 +103,15 @@ class SelectionAndMetricsTest(chex.TestCase):
     t, x = f_turn.astype(np.float64), f_query.astype(np.float64)
     ref = np.einsum("qnd,qd->qn", t, x)
     ref /= np.linalg.norm(t, axis=-1) * np.linalg.norm(x, axis=-1)[:, None]
-    chex.assert_trees_all_close(cos, np.where(valid, ref, -np.inf).astype(np.float32), rtol=1e-5)
+    chex.assert_trees_all_close(
+      cos, np.where(valid, ref, -np.inf).astype(np.float32), rtol=1e-5
+    )
     feats = self.variant(bm.pair_features)(f_turn, f_query, position)
     chex.assert_shape(feats, (Q, N, 3 * D + 1))
     xb = np.broadcast_to(f_query[:, None, :], f_turn.shape)
-    ref_f = np.concatenate([f_turn, xb, f_turn * xb, position[..., None]], axis=-1)
+    ref_f = np.concatenate(
+      [f_turn, xb, f_turn * xb, position[..., None]], axis=-1
+    )
     chex.assert_trees_all_close(feats, ref_f, rtol=1e-6)
 
   @chex.variants(with_jit=True, without_jit=True)
@@ -104,25 +119,40 @@ class SelectionAndMetricsTest(chex.TestCase):
     u, _, valid = _data(6)
     rng = np.random.default_rng(7)
     gold = np.array([0, 1, -1, 0, 2], np.int32)
-    gold = np.where((gold >= 0) & ~valid[np.arange(Q), np.maximum(gold, 0)], 0, gold)
+    gold = np.where(
+      (gold >= 0) & ~valid[np.arange(Q), np.maximum(gold, 0)], 0, gold
+    )
     stale = rng.random((Q, N)) < 0.4
     k = 2
     top = [
-      sorted((i for i in range(N) if valid[q, i]), key=lambda i: -u[q, i])[:k] for q in range(Q)
+      sorted((i for i in range(N) if valid[q, i]), key=lambda i: -u[q, i])[:k]
+      for q in range(Q)
     ]
     has_gold = gold >= 0
     recall = np.mean([gold[q] in top[q] for q in range(Q) if has_gold[q]])
     has_stale = np.any(stale & valid, axis=1)
-    stale_rate = np.mean([any(stale[q, i] for i in top[q]) for q in range(Q) if has_stale[q]])
-    got_r = self.variant(functools.partial(bm.evidence_recall_at_k, k=k))(u, gold, valid)
-    got_s = self.variant(functools.partial(bm.stale_retrieval_rate, k=k))(u, stale, valid)
-    chex.assert_trees_all_close((got_r, got_s), (np.float32(recall), np.float32(stale_rate)))
+    stale_rate = np.mean(
+      [any(stale[q, i] for i in top[q]) for q in range(Q) if has_stale[q]]
+    )
+    got_r = self.variant(functools.partial(bm.evidence_recall_at_k, k=k))(
+      u, gold, valid
+    )
+    got_s = self.variant(functools.partial(bm.stale_retrieval_rate, k=k))(
+      u, stale, valid
+    )
+    chex.assert_trees_all_close(
+      (got_r, got_s), (np.float32(recall), np.float32(stale_rate))
+    )
 
     g = np.array([0.3, -1.0, 0.3, 2.0, 0.1, -0.5], np.float32)
     y = np.array([True, False, False, True, True, False])
     pairs = [(i, j) for i in range(6) for j in range(6) if y[i] and not y[j]]
-    auc = np.mean([1.0 if g[i] > g[j] else 0.5 if g[i] == g[j] else 0.0 for i, j in pairs])
-    chex.assert_trees_all_close(self.variant(bm.gate_auroc)(g, y), np.float32(auc))
+    auc = np.mean(
+      [1.0 if g[i] > g[j] else 0.5 if g[i] == g[j] else 0.0 for i, j in pairs]
+    )
+    chex.assert_trees_all_close(
+      self.variant(bm.gate_auroc)(g, y), np.float32(auc)
+    )
 
 
 if __name__ == "__main__":

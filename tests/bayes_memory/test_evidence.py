@@ -1,4 +1,5 @@
-"""The evidence arrays (`question_arrays`), the leave-one-seed-out fit and bad scoring input."""
+"""The evidence arrays (`question_arrays`), the leave-one-seed-out fit and bad
+scoring input."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,9 @@ from jaxpapers import bayes_memory as bm
 
 def _dialogue_and_cell(greedy=False):
   turns = ("I like tea.", "Now I like coffee.", "My friend likes juice.")
-  q0 = bm.Query("What do I drink?", "coffee", "tea", "drink", 1, (0,), (2,), True)
+  q0 = bm.Query(
+    "What do I drink?", "coffee", "tea", "drink", 1, (0,), (2,), True
+  )
   q1 = bm.Query("Hello?", "hi", None, None, -1, (), (), False)
   d = bm.Dialogue(turns, (q0, q1))
   rng = np.random.default_rng(0)
@@ -20,7 +23,11 @@ def _dialogue_and_cell(greedy=False):
     f_query=rng.normal(size=(2, 4)).tolist(),
   )
   if greedy:
-    cell.update(greedy_sel=[[1, -1], [-1, -1]], lp_y_greedy=[0.5, -1.0], lp_alt_greedy=[0.1, 0.0])
+    cell.update(
+      greedy_sel=[[1, -1], [-1, -1]],
+      lp_y_greedy=[0.5, -1.0],
+      lp_alt_greedy=[0.1, 0.0],
+    )
   return d, cell
 
 
@@ -29,14 +36,17 @@ def test_question_arrays_flatten_each_question():
   q = bm.question_arrays([d, d], [cell, cell], seed=7)
   assert q["lp_y"].shape == (4, 6) and q["lp_y"].dtype == np.float64
   assert q["f_turn"].shape == (4, 3, 4) and q["f_query"].shape == (4, 4)
-  np.testing.assert_array_equal(q["f_turn"][1], np.asarray(cell["f_turn"]))  # per question
+  # per question
+  np.testing.assert_array_equal(q["f_turn"][1], np.asarray(cell["f_turn"]))
   np.testing.assert_array_equal(q["f_query"][1], np.asarray(cell["f_query"][1]))
   np.testing.assert_array_equal(q["gold"], [1, -1, 1, -1])
   np.testing.assert_array_equal(q["stale"][0], [True, False, False])
   assert not q["stale"][1].any()
   np.testing.assert_array_equal(q["need"], [True, False, True, False])
   np.testing.assert_array_equal(q["seed"], [7] * 4)
-  np.testing.assert_allclose(q["bm25"][0], bm.bm25_scores(list(d.turns), d.queries[0].x))
+  np.testing.assert_allclose(
+    q["bm25"][0], bm.bm25_scores(list(d.turns), d.queries[0].x)
+  )
   assert "greedy_sel" not in q
   g = bm.question_arrays([d], [_dialogue_and_cell(greedy=True)[1]], seed=0)
   np.testing.assert_array_equal(g["greedy_sel"], [[1, -1], [-1, -1]])
@@ -58,7 +68,11 @@ def test_leave_one_seed_out_predicts_each_seed_from_the_others():
   q = _questions()
   kw = dict(seed=0, steps=3, lr=1e-2, beta=1.0, tau=0.0, hidden=8)
   u, g, g_plc, losses = bm.fit_leave_one_seed_out(q, tau_placebo=0.5, **kw)
-  assert u.shape == (6, 3) and g.shape == g_plc.shape == (6,) and set(losses) == {0, 1}
+  assert (
+    u.shape == (6, 3)
+    and g.shape == g_plc.shape == (6,)
+    and set(losses) == {0, 1}
+  )
   # seed 1's predictions come from a model fitted on seed 0's questions alone
   tr, te = q["seed"] == 0, q["seed"] == 1
   f = lambda x: x.astype(np.float32)
@@ -105,14 +119,26 @@ def test_access_signal_metrics_by_hand():
     ]
   )
   need = np.array([True, True, False, False])
-  g = np.array([1.0, -1.0, 0.0, -2.0])  # separates 3 of the 4 (need, free) pairs
+  # separates 3 of the 4 (need, free) pairs
+  g = np.array([1.0, -1.0, 0.0, -2.0])
   out = bm.access_signal_metrics(lp_y, need, g, placebo_gate_logits=-g)
   assert out["gate_auroc"]["distilled"] == pytest.approx(0.75)
   assert out["gate_auroc"]["distilled_placebo"] == pytest.approx(0.25)
   assert out["gate_auroc"]["oracle_bf_max"] == pytest.approx(1.0)
   assert out["gate_auroc"]["placebo_bf_max"] == pytest.approx(1.0)
   assert out["mean_max_lbf"] == {"need_memory": 3.0, "memory_free": -0.5}
-  assert out["mean_max_placebo_lbf"] == {"need_memory": 2.5, "memory_free": -1.0}
+  assert out["mean_max_placebo_lbf"] == {
+    "need_memory": 2.5,
+    "memory_free": -1.0,
+  }
   assert out["placebo_shift_mean"] == pytest.approx((1 + 0 + 1 + 0) / 4)
-  assert "distilled_placebo" not in bm.access_signal_metrics(lp_y, need, g)["gate_auroc"]
-  assert bm.access_signal_metrics(lp_y, np.ones(4, bool), g)["mean_max_lbf"]["memory_free"] is None
+  assert (
+    "distilled_placebo"
+    not in bm.access_signal_metrics(lp_y, need, g)["gate_auroc"]
+  )
+  assert (
+    bm.access_signal_metrics(lp_y, np.ones(4, bool), g)["mean_max_lbf"][
+      "memory_free"
+    ]
+    is None
+  )

@@ -18,14 +18,19 @@ def _modular(base, w):
 
 
 def test_modular_scores_select_the_positive_weights_in_decreasing_order():
-  w = [np.array([0.5, -1.0, 2.0, 0.2]), np.array([-0.1, -0.3]), np.array([3.0, 1.0, 0.05])]
+  w = [
+    np.array([0.5, -1.0, 2.0, 0.2]),
+    np.array([-0.1, -0.3]),
+    np.array([3.0, 1.0, 0.05]),
+  ]
   score, calls = _modular([-5.0, -2.0, -7.0], w)
   out = bm.greedy_select(score, [4, 2, 3], k_max=2, tau=0.1)
   assert [o.selected for o in out] == [(2, 0), (), (0, 1)]
   np.testing.assert_allclose(out[0].gains, [2.0, 0.5])
   assert out[0].logprob == pytest.approx(-2.5) and out[0].base_logprob == -5.0
   assert out[1].logprob == -2.0 and out[1].gains == ()
-  # one batched call per step: step 1 (empty sets + singles), step 2 (pairs of q0 and q2)
+  # one batched call per step: step 1 (empty sets + singles), step 2 (pairs of
+  # q0 and q2)
   assert len(calls) == 2 and len(calls[0]) == 3 + 9 and len(calls[1]) == 3 + 2
   assert [o.n_scored for o in out] == [1 + 4 + 3, 1 + 2, 1 + 3 + 2]
 
@@ -38,7 +43,10 @@ def test_tau_minus_inf_fills_k_max_and_empty_histories_are_skipped():
 
 
 def test_contradicting_turn_is_not_added():
-  """Non-modular: turn 1 (stale) helps alone but hurts once turn 0 (current) is chosen."""
+  """Non-modular: turn 1 (stale) helps alone but hurts once turn 0 (current) is
+  chosen."""
   table = {(): 0.0, (0,): 3.0, (1,): 1.0, (0, 1): 2.0}
-  out = bm.greedy_select(lambda r: np.array([table[s] for _, s in r]), [2], k_max=2)
+  out = bm.greedy_select(
+    lambda r: np.array([table[s] for _, s in r]), [2], k_max=2
+  )
   assert out[0].selected == (0,) and out[0].gains == (3.0,)

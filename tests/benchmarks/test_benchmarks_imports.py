@@ -1,8 +1,10 @@
-"""Benchmarks time the library's public API: no import of experiment code or private names.
+"""Benchmarks time the library's public API: no import of experiment code or
+private names.
 
-A benchmark that imports ``experiments.*`` or a ``_private`` name of ``jaxpapers`` measures code
-users do not call, and breaks silently when that code changes. Parsed with ``ast`` (nothing is
-imported or run). The benchmarks' own helpers (``benchmarks._setup``) are allowed.
+A benchmark that imports ``experiments.*`` or a ``_private`` name of
+``jaxpapers`` measures code users do not call, and breaks silently when that
+code changes. Parsed with ``ast`` (nothing is imported or run). The benchmarks'
+own helpers (``benchmarks._setup``) are allowed.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import pytest
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 
-# Benchmarks that may still import named experiment modules while their code moves into the
-# library (benchmark file name -> the modules it may import). Empty: none.
+# Benchmarks that may still import named experiment modules while their code
+# moves into the library (benchmark file name -> the modules it may import).
+# Empty: none.
 PENDING: dict[str, set[str]] = {}
 
 
@@ -23,16 +26,20 @@ OURS = ("jaxpapers", "experiments")
 
 
 def _private(name: str) -> bool:
-  return any(part.startswith("_") and not part.startswith("__") for part in name.split("."))
+  return any(
+    part.startswith("_") and not part.startswith("__")
+    for part in name.split(".")
+  )
 
 
 def violations(source: str, pending: frozenset[str] = frozenset()) -> list[str]:
   """The forbidden imports and private attribute reads of a benchmark's source.
 
-  Forbidden: importing ``experiments`` or a module under it (unless listed in ``pending``),
-  importing a module or a name with a ``_private`` component (other than ``benchmarks``'s own
-  helpers and ``__future__``), and reading a ``_private`` attribute of a name imported from
-  ``jaxpapers`` or ``experiments`` (the standard library's ``os._exit`` is fine).
+  Forbidden: importing ``experiments`` or a module under it (unless listed in
+  ``pending``), importing a module or a name with a ``_private`` component
+  (other than ``benchmarks``'s own helpers and ``__future__``), and reading a
+  ``_private`` attribute of a name imported from ``jaxpapers`` or
+  ``experiments`` (the standard library's ``os._exit`` is fine).
   """
   tree = ast.parse(source)
   out, modules = [], set()
@@ -41,7 +48,10 @@ def violations(source: str, pending: frozenset[str] = frozenset()) -> list[str]:
       for alias in node.names:
         if alias.name.split(".")[0] in OURS:
           modules.add(alias.asname or alias.name.split(".")[0])
-        if alias.name.split(".")[0] == "experiments" and alias.name not in pending:
+        if (
+          alias.name.split(".")[0] == "experiments"
+          and alias.name not in pending
+        ):
           out.append(f"line {node.lineno}: import {alias.name}")
         elif _private(alias.name) and not alias.name.startswith("benchmarks."):
           out.append(f"line {node.lineno}: import {alias.name}")
@@ -68,7 +78,9 @@ def violations(source: str, pending: frozenset[str] = frozenset()) -> list[str]:
   return out
 
 
-@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+  "path", sorted(BENCHMARKS.glob("*.py")), ids=lambda p: p.name
+)
 def test_benchmark_imports_only_public_names(path):
   found = violations(path.read_text(), frozenset(PENDING.get(path.name, ())))
   assert not found, f"{path.name} reaches past the public API: {found}"
@@ -76,7 +88,9 @@ def test_benchmark_imports_only_public_names(path):
 
 def test_pending_entries_are_still_needed():
   for name, mods in PENDING.items():
-    assert (BENCHMARKS / name).is_file(), f"PENDING names a missing benchmark {name}"
+    assert (BENCHMARKS / name).is_file(), (
+      f"PENDING names a missing benchmark {name}"
+    )
     assert violations((BENCHMARKS / name).read_text()), (
       f"{name} no longer imports {sorted(mods)}: remove it from PENDING"
     )

@@ -1,9 +1,10 @@
-"""The FLOP profile of ``benchmarks/flashssm3d_scaling.py``: XLA cost analysis and its fit.
+"""The FLOP profile of ``benchmarks/flashssm3d_scaling.py``: XLA cost analysis
+and its fit.
 
-A toy multi-view model with a known cost (a per-view projection, linear in the views, and a
-Gram matrix over all views, quadratic) checks that the fit recovers the closed-form linear and
-quadratic coefficients and that the fitted exponent between two view counts is the log-log
-slope of ``c + a S + b S^2``.
+A toy multi-view model with a known cost (a per-view projection, linear in the
+views, and a Gram matrix over all views, quadratic) checks that the fit recovers
+the closed-form linear and quadratic coefficients and that the fitted exponent
+between two view counts is the log-log slope of ``c + a S + b S^2``.
 """
 
 from __future__ import annotations
@@ -41,11 +42,23 @@ def test_flop_profile_recovers_linear_and_quadratic_costs():
 
 
 def test_fitted_exponent_is_the_log_log_slope():
-  prof = {"constant_flops": 0.0, "linear_flops_per_view": 3.0, "quadratic_flops_per_view2": 0.0}
+  prof = {
+    "constant_flops": 0.0,
+    "linear_flops_per_view": 3.0,
+    "quadratic_flops_per_view2": 0.0,
+  }
   assert fsb.fitted_exponent(prof, 4, 64) == pytest.approx(1.0)
-  prof = {"constant_flops": 0.0, "linear_flops_per_view": 0.0, "quadratic_flops_per_view2": 2.0}
+  prof = {
+    "constant_flops": 0.0,
+    "linear_flops_per_view": 0.0,
+    "quadratic_flops_per_view2": 2.0,
+  }
   assert fsb.fitted_exponent(prof, 4, 64) == pytest.approx(2.0)
-  prof = {"constant_flops": 5.0, "linear_flops_per_view": 10.0, "quadratic_flops_per_view2": 1.0}
+  prof = {
+    "constant_flops": 5.0,
+    "linear_flops_per_view": 10.0,
+    "quadratic_flops_per_view2": 1.0,
+  }
   f = lambda s: 5.0 + 10.0 * s + s * s
   want = math.log(f(512) / f(32)) / math.log(16)
   assert fsb.fitted_exponent(prof, 32, 512) == pytest.approx(want)

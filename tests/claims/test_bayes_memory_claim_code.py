@@ -1,8 +1,9 @@
-"""Claim code of bayes_memory (jaxpapers.bayes_memory.selection_metrics and choose_contexts):
-hand-computed values for every claim-read number.
+"""Claim code of bayes_memory (jaxpapers.bayes_memory.selection_metrics and
+choose_contexts): hand-computed values for every claim-read number.
 
-Each test takes the module under test as its argument (the ``evaluate`` fixture), so that
-``test_mutations.py`` can run it against a deliberately broken copy of the module.
+Each test takes the module under test as its argument (the ``evaluate``
+fixture), so that ``test_mutations.py`` can run it against a deliberately broken
+copy of the module.
 """
 
 import importlib
@@ -19,10 +20,11 @@ def _evaluate():
   return importlib.import_module(MODULES["evaluate"])
 
 
-# Two turns (N = 2); context columns: 0 no memory, 1 placebo, 2 turn 0, 3 turn 1, 4 all turns.
-# Five questions: q0..q3 need memory (the preference questions P), q4 is memory-free.
-# lp_alt = 0 everywhere, so a column is correct where lp_y > 0: columns 2 and 4 on q0..q3,
-# column 0 on q3 as well, columns 3 and 4 on q4.
+# Two turns (N = 2); context columns: 0 no memory, 1 placebo, 2 turn 0, 3 turn
+# 1, 4 all turns. Five questions: q0..q3 need memory (the preference questions
+# P), q4 is memory-free. lp_alt = 0 everywhere, so a column is correct where
+# lp_y > 0: columns 2 and 4 on q0..q3, column 0 on q3 as well, columns 3 and 4
+# on q4.
 COLS = {
   "no_memory": [0, 0, 0, 0, 0],  # P: q3 right -> 1/4
   "all_memory": [4, 4, 4, 4, 4],  # 4/4
@@ -68,7 +70,9 @@ def _derived(evaluate, greedy=False, boot=None, q=None):
   col = {m: np.asarray(v) for m, v in COLS.items()}
   g_logit = np.array([1.0, -1.0, -1.0, 1.0, -1.0])
   g_plc = np.array([-1.0, 1.0, 1.0, 1.0, 1.0])
-  kw = dict(seed=0, n_boot=20, greedy_k=2 if greedy else 0, tau_placebo=2.3, g_plc=g_plc)
+  kw = dict(
+    seed=0, n_boot=20, greedy_k=2 if greedy else 0, tau_placebo=2.3, g_plc=g_plc
+  )
   if boot is None:
     return evaluate.selection_metrics(q, col, g_logit, **kw)
   with mock.patch.object(evaluate, "_boot_ci", boot):
@@ -76,7 +80,8 @@ def _derived(evaluate, greedy=False, boot=None, q=None):
 
 
 def _stat_on_resample(stat, n, n_boot, rng):
-  """A stand-in for the bootstrap: the statistic on the one resample (q0, q1, q2, q2, q3)."""
+  """A stand-in for the bootstrap: the statistic on the one resample (q0, q1,
+  q2, q2, q3)."""
   assert n == 4
   return float(stat(np.array([0, 1, 2, 2, 3])))
 
@@ -85,7 +90,8 @@ def test_accuracy_is_over_preference_questions(evaluate):
   d = _derived(evaluate)
   acc = d["accuracy"]
   assert acc["no_memory"] == pytest.approx(0.25)
-  assert acc["distilled"] == pytest.approx(1.0)  # 0.8 if the memory-free q4 were counted
+  # 0.8 if the memory-free q4 were counted
+  assert acc["distilled"] == pytest.approx(1.0)
   assert acc["bm25"] == pytest.approx(0.75)
   assert acc["similarity"] == pytest.approx(0.25)
   assert acc["recency"] == pytest.approx(0.0)
@@ -94,7 +100,8 @@ def test_accuracy_is_over_preference_questions(evaluate):
 
 def test_gain_against_best_retriever(evaluate):
   d = _derived(evaluate)
-  # Best retriever = bm25 (0.75); the worst (recency, 0.0) or the mean (1/3) would differ.
+  # Best retriever = bm25 (0.75); the worst (recency, 0.0) or the mean (1/3)
+  # would differ.
   assert d["best_retriever"] == "bm25"
   assert d["acc_gain_distilled_vs_best_retriever"] == pytest.approx(1.0 - 0.75)
   assert d["acc_gain_oracle_vs_best_retriever"] == pytest.approx(0.5 - 0.75)
@@ -102,19 +109,25 @@ def test_gain_against_best_retriever(evaluate):
 
 def test_best_retriever_accuracy_is_shown_beside_the_gain(evaluate):
   d = _derived(evaluate)
-  assert d["best_retriever_accuracy"] == pytest.approx(0.75)  # bm25, not recency (0.0)
+  # bm25, not recency (0.0)
+  assert d["best_retriever_accuracy"] == pytest.approx(0.75)
 
 
-def test_gold_turn_accuracy_reads_the_gold_column_of_preference_questions(evaluate):
+def test_gold_turn_accuracy_reads_the_gold_column_of_preference_questions(
+  evaluate,
+):
   q = _questions()
   q["gold"] = np.array([0, 1, 0, 0, 1])
-  # P = q0..q3 with gold columns 2, 3, 2, 2: right (lp_y 1 > 0), wrong (-1), right, right. The
-  # memory-free q4 (gold 1 -> column 3, right) is not counted: 3/4, not 4/5; column 1 + gold
-  # (the placebo and turn 0) would give 0/4 + 1/4.
+  # P = q0..q3 with gold columns 2, 3, 2, 2: right (lp_y 1 > 0), wrong (-1),
+  # right, right. The memory-free q4 (gold 1 -> column 3, right) is not counted:
+  # 3/4, not 4/5; column 1 + gold (the placebo and turn 0) would give 0/4 + 1/4.
   d = _derived(evaluate, q=q)
   assert d["accuracy_gold_turn"] == pytest.approx(3 / 4)
-  assert d["accuracy_gold_turn_lo"] == pytest.approx(3 / 4 - d["accuracy_gold_turn_ci"])
-  d = _derived(evaluate, q=q, boot=_stat_on_resample)  # (q0, q1, q2, q2, q3): 4 of 5 right
+  assert d["accuracy_gold_turn_lo"] == pytest.approx(
+    3 / 4 - d["accuracy_gold_turn_ci"]
+  )
+  # (q0, q1, q2, q2, q3): 4 of 5 right
+  d = _derived(evaluate, q=q, boot=_stat_on_resample)
   assert d["accuracy_gold_turn_ci"] == pytest.approx(4 / 5)
   q["gold"] = np.array([0, -1, 0, 0, 1])
   with pytest.raises(ValueError, match="gold turn"):
@@ -125,7 +138,8 @@ def test_registered_quantities_are_recorded(evaluate):
   q = _questions()
   q["seed"] = np.array([4, 3, 5, 5, 4])
   d = _derived(evaluate, q=q)
-  assert d["min_seed"] == 3  # the smallest data seed, not the first or the largest
+  # the smallest data seed, not the first or the largest
+  assert d["min_seed"] == 3
   assert d["tau_placebo"] == 2.3
   assert d["n_questions"] == 5
 
@@ -134,12 +148,15 @@ def test_gated_minus_ungated(evaluate):
   d = _derived(evaluate)
   assert d["acc_gain_gated_vs_ungated"] == pytest.approx(0.5 - 1.0)
   assert d["acc_gain_placebo_gated_vs_ungated"] == pytest.approx(0.75 - 1.0)
-  assert d["acc_gain_oracle_placebo_gated_vs_ungated"] == pytest.approx(0.5 - 0.5)
+  assert d["acc_gain_oracle_placebo_gated_vs_ungated"] == pytest.approx(
+    0.5 - 0.5
+  )
 
 
 def test_read_fraction_is_over_all_questions(evaluate):
   d = _derived(evaluate)
-  assert d["read_fraction"]["distilled_gated"] == pytest.approx(2 / 5)  # 2/4 over P only
+  # 2/4 over P only
+  assert d["read_fraction"]["distilled_gated"] == pytest.approx(2 / 5)
   assert d["read_fraction"]["distilled_placebo_gated"] == pytest.approx(4 / 5)
   assert d["read_fraction"]["no_memory"] == 0.0
   assert d["read_fraction"]["distilled"] == 1.0
@@ -147,19 +164,25 @@ def test_read_fraction_is_over_all_questions(evaluate):
 
 def test_distilled_gain_ratio(evaluate):
   d = _derived(evaluate)
-  # (acc distilled - acc no memory) / (acc oracle BF - acc no memory) = (1 - 1/4) / (1/2 - 1/4)
+  # (acc distilled - acc no memory) / (acc oracle BF - acc no memory) = (1 -
+  # 1/4) / (1/2 - 1/4)
   assert d["distilled_gain_ratio"] == pytest.approx(3.0)
 
 
 def test_each_interval_resamples_its_own_statistic(evaluate):
-  # On the resample (q0, q1, q2, q2, q3): distilled 5/5, best retriever bm25 4/5, oracle BF 2/5,
-  # gated 2/5, placebo-gated 4/5, no memory 1/5, all five statistics different.
+  # On the resample (q0, q1, q2, q2, q3): distilled 5/5, best retriever bm25
+  # 4/5, oracle BF 2/5, gated 2/5, placebo-gated 4/5, no memory 1/5, all five
+  # statistics different.
   d = _derived(evaluate, boot=_stat_on_resample)
-  assert d["acc_gain_distilled_vs_best_retriever_ci"] == pytest.approx(1.0 - 0.8)
+  assert d["acc_gain_distilled_vs_best_retriever_ci"] == pytest.approx(
+    1.0 - 0.8
+  )
   assert d["acc_gain_oracle_vs_best_retriever_ci"] == pytest.approx(0.4 - 0.8)
   assert d["acc_gain_gated_vs_ungated_ci"] == pytest.approx(0.4 - 1.0)
   assert d["acc_gain_placebo_gated_vs_ungated_ci"] == pytest.approx(0.8 - 1.0)
-  assert d["distilled_gain_ratio_ci"] == pytest.approx((1.0 - 0.2) / (0.4 - 0.2))
+  assert d["distilled_gain_ratio_ci"] == pytest.approx(
+    (1.0 - 0.2) / (0.4 - 0.2)
+  )
 
 
 def test_greedy_gains(evaluate):
@@ -168,34 +191,43 @@ def test_greedy_gains(evaluate):
   assert d["acc_gain_greedy_vs_top1"] == pytest.approx(0.75 - 0.5)
   assert d["acc_gain_greedy_vs_distilled"] == pytest.approx(0.75 - 1.0)
   assert d["acc_gain_greedy_vs_recency"] == pytest.approx(0.75 - 0.0)
-  d = _derived(evaluate, greedy=True, boot=_stat_on_resample)  # greedy 4/5 on the resample
+  # greedy 4/5 on the resample
+  d = _derived(evaluate, greedy=True, boot=_stat_on_resample)
   assert d["acc_gain_greedy_vs_top1_ci"] == pytest.approx(0.8 - 0.4)
   assert d["acc_gain_greedy_vs_distilled_ci"] == pytest.approx(0.8 - 1.0)
   assert d["acc_gain_greedy_vs_recency_ci"] == pytest.approx(0.8 - 0.0)
 
 
 def test_boot_ci_is_half_the_central_95_percent_range(evaluate):
-  # A statistic that ignores the resample and returns 0, 1, ..., 99 and one NaN in turn: the
-  # percentiles of 0..99 at 2.5% and 97.5% are 2.475 and 96.525 (linear interpolation at
-  # 0.025 * 99 and 0.975 * 99), so the half-width is 47.025; the NaN is dropped.
+  # A statistic that ignores the resample and returns 0, 1, ..., 99 and one NaN
+  # in turn: the percentiles of 0..99 at 2.5% and 97.5% are 2.475 and 96.525
+  # (linear interpolation at 0.025 * 99 and 0.975 * 99), so the half-width is
+  # 47.025; the NaN is dropped.
   seq = iter([*range(50), float("nan"), *range(50, 100)])
   got = evaluate._boot_ci(lambda i: next(seq), 4, 101, np.random.default_rng(0))
   assert got == pytest.approx((96.525 - 2.475) / 2)
   one = iter([1.0, float("nan")])
-  assert np.isnan(evaluate._boot_ci(lambda i: next(one), 4, 2, np.random.default_rng(0)))
+  assert np.isnan(
+    evaluate._boot_ci(lambda i: next(one), 4, 2, np.random.default_rng(0))
+  )
 
 
 def test_choose_contexts(evaluate):
   # Two questions, three turns; columns 0 none, 1 placebo, 2..4 turns, 5 all.
-  # q0: LBF = (-1, 2, 0.5) opens the BF gate (2 > tau = 0.5), but the placebo note scores 1.9,
+  # q0: LBF = (-1, 2, 0.5) opens the BF gate (2 > tau = 0.5), but the placebo
+  # note scores 1.9,
   #     so the placebo-controlled max is 0.1 < tau_placebo = 0.2: closed.
-  # q1: LBF = (0.1, -3, 0.3) keeps the BF gate closed; placebo -1: max 1.3 > 0.2, open.
-  lp_y = np.array([[0.0, 1.9, -1.0, 2.0, 0.5, 0.0], [0.0, -1.0, 0.1, -3.0, 0.3, 0.0]])
+  # q1: LBF = (0.1, -3, 0.3) keeps the BF gate closed; placebo -1: max 1.3 >
+  # 0.2, open.
+  lp_y = np.array(
+    [[0.0, 1.9, -1.0, 2.0, 0.5, 0.0], [0.0, -1.0, 0.1, -3.0, 0.3, 0.0]]
+  )
   q = {
     "lp_y": lp_y,
     "f_turn": np.array([[[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]] * 2, np.float32),
     "f_query": np.array([[1.0, 0.0], [0.0, 1.0]], np.float32),
-    "bm25": np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0]]),  # q0: tie -> the newer turn 1
+    # q0: tie -> the newer turn 1
+    "bm25": np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0]]),
   }
   u = np.array([[0.0, 0.2, 0.1], [0.5, 0.1, -1.0]])
   col = evaluate.choose_contexts(

@@ -1,9 +1,11 @@
-"""Claim code of experiments/cs_clip: per-item outcomes, item x seed intervals, derived numbers.
+"""Claim code of experiments/cs_clip: per-item outcomes, item x seed intervals,
+derived numbers.
 
-Each test takes the module under test as its argument (the ``evaluate`` fixture), so that
-``test_mutations.py`` can run it against a deliberately broken copy of the module. Expected
-values are hand-computed; the bootstrap is checked against a NumPy transcription of its
-documented draw and the seed interval against SciPy's t quantile.
+Each test takes the module under test as its argument (the ``evaluate``
+fixture), so that ``test_mutations.py`` can run it against a deliberately broken
+copy of the module. Expected values are hand-computed; the bootstrap is checked
+against a NumPy transcription of its documented draw and the seed interval
+against SciPy's t quantile.
 """
 
 import importlib
@@ -15,7 +17,10 @@ from scipy import stats as sps
 
 import jaxpapers.cs_clip as C
 
-MODULES = {"evaluate": "experiments.cs_clip.evaluate", "stats": "jaxpapers.cs_clip._stats"}
+MODULES = {
+  "evaluate": "experiments.cs_clip.evaluate",
+  "stats": ("jaxpapers.cs_clip._stats"),
+}
 
 N_BOOT = 400
 
@@ -31,7 +36,8 @@ def _stats():
 
 
 def _boot_half(a_items, b_items, n_boot=N_BOOT, seed=0):
-  """Symmetric half-width of the paired percentile bootstrap (NumPy transcription)."""
+  """Symmetric half-width of the paired percentile bootstrap (NumPy
+  transcription)."""
   d = np.asarray(a_items, float) - np.asarray(b_items, float)
   idx = np.random.default_rng(seed).integers(0, len(d), size=(n_boot, len(d)))
   lo, hi = np.quantile(d[idx].mean(1), [0.025, 0.975])
@@ -59,17 +65,22 @@ def test_r1_items_are_the_mean_of_both_directions(evaluate):
     "r1_i2t": [C.pack_bits([1, 1, 0, 0])],
     "r1_t2i": [C.pack_bits([1, 0, 1, 0])],
   }
-  np.testing.assert_array_equal(evaluate.seeds_by_items(packed, "r1", 4), [[1.0, 0.5, 0.5, 0.0]])
+  np.testing.assert_array_equal(
+    evaluate.seeds_by_items(packed, "r1", 4), [[1.0, 0.5, 0.5, 0.0]]
+  )
 
 
 def test_item_interval_when_only_seeds_vary(stats):
-  # Every item has the same seed-averaged outcome (0.5): the item bootstrap has no width, so
-  # the half-width is the seed t-interval of (0.25, 0.5, 0.75): t_{.975,2} * 0.25 / sqrt(3).
+  # Every item has the same seed-averaged outcome (0.5): the item bootstrap has
+  # no width, so the half-width is the seed t-interval of (0.25, 0.5, 0.75):
+  # t_{.975,2} * 0.25 / sqrt(3).
   a = np.array([[0.25] * 4, [0.5] * 4, [0.75] * 4])
   iv = stats.item_seed_interval(a, n_boot=N_BOOT)
   assert iv["mean"] == pytest.approx(0.5)
   assert iv["item_half_width"] == pytest.approx(0.0, abs=1e-12)
-  assert iv["seed_half_width"] == pytest.approx(4.302653 * 0.25 / np.sqrt(3), rel=1e-6)
+  assert iv["seed_half_width"] == pytest.approx(
+    4.302653 * 0.25 / np.sqrt(3), rel=1e-6
+  )
   assert iv["half_width"] == pytest.approx(iv["seed_half_width"])
   assert (iv["n_seeds"], iv["n_items"]) == (3, 4)
 
@@ -92,11 +103,13 @@ def test_item_interval_takes_the_wider_noise(stats):
   iv = stats.item_seed_interval(a, b, n_boot=N_BOOT)
   item = _boot_half(a.mean(0), b.mean(0))
   seed = _seed_half(a.mean(1), b.mean(1))
-  assert iv["mean"] == pytest.approx((11 - 5) / 18)  # 4 + 5 + 2 against 1 + 2 + 2
+  # 4 + 5 + 2 against 1 + 2 + 2
+  assert iv["mean"] == pytest.approx((11 - 5) / 18)
   assert iv["item_half_width"] == pytest.approx(item)
   assert iv["seed_half_width"] == pytest.approx(seed)
   assert iv["half_width"] == pytest.approx(max(item, seed))
-  assert seed > item  # this case is decided by the seeds: a min() would pick the item width
+  # this case is decided by the seeds: a min() would pick the item width
+  assert seed > item
 
 
 def test_one_seed_gives_no_interval(stats):
@@ -106,7 +119,8 @@ def test_one_seed_gives_no_interval(stats):
 
 
 def test_item_interval_is_symmetric_by_its_wider_side(stats):
-  # A skewed item distribution: the bootstrap interval is asymmetric around the estimate.
+  # A skewed item distribution: the bootstrap interval is asymmetric around the
+  # estimate.
   row = [1] * 9 + [0]
   a = np.array([row] * 3)
   iv = stats.item_seed_interval(a, n_boot=N_BOOT)
@@ -117,19 +131,57 @@ def test_item_interval_is_symmetric_by_its_wider_side(stats):
   assert 0.9 - lo > hi - 0.9  # the lower side is the wider one here
 
 
-# --------------------------------------------------------------- a constructed grid, 3 seeds
+# -------------------------------------------------- a constructed grid, 3 seeds
 
-# Relation half-truth outcomes per model: [seed][item], 6 items (hand-counted sums per seed).
+# Relation half-truth outcomes per model: [seed][item], 6 items (hand-counted
+# sums per seed).
 REL = {
-  ("weak_order", "clip"): [[0, 0, 1, 0, 1, 0], [0, 1, 0, 0, 1, 0], [1, 0, 0, 0, 0, 1]],  # 2,2,2
-  ("weak_order", "clip_ft"): [[0, 0, 1, 0, 0, 0], [0, 1, 0, 1, 1, 0], [1, 0, 0, 0, 0, 1]],  # 1,3,2
-  ("weak_order", "negclip_ft"): [[0, 1, 1, 0, 0, 0], [0, 1, 0, 1, 1, 1], [1, 0, 1, 0, 0, 1]],
-  ("weak_order", "cs_ft"): [[1, 0, 1, 1, 0, 1], [1, 1, 0, 1, 1, 1], [1, 1, 1, 0, 0, 1]],  # 4,5,4
+  # 2,2,2
+  ("weak_order", "clip"): [
+    [0, 0, 1, 0, 1, 0],
+    [0, 1, 0, 0, 1, 0],
+    [1, 0, 0, 0, 0, 1],
+  ],
+  # 1,3,2
+  ("weak_order", "clip_ft"): [
+    [0, 0, 1, 0, 0, 0],
+    [0, 1, 0, 1, 1, 0],
+    [1, 0, 0, 0, 0, 1],
+  ],
+  ("weak_order", "negclip_ft"): [
+    [0, 1, 1, 0, 0, 0],
+    [0, 1, 0, 1, 1, 1],
+    [1, 0, 1, 0, 0, 1],
+  ],
+  # 4,5,4
+  ("weak_order", "cs_ft"): [
+    [1, 0, 1, 1, 0, 1],
+    [1, 1, 0, 1, 1, 1],
+    [1, 1, 1, 0, 0, 1],
+  ],
   ("bow", "clip"): [[0] * 6, [0] * 6, [1, 0, 0, 0, 0, 0]],
-  ("positional", "clip"): [[0, 0, 1, 1, 1, 0], [0, 1, 0, 0, 1, 0], [1, 0, 0, 0, 0, 1]],
-  ("positional", "clip_ft"): [[0, 1, 1, 0, 0, 0], [0, 1, 0, 1, 1, 1], [1, 0, 0, 0, 0, 1]],  # 2,4,2
-  ("positional", "negclip_ft"): [[0, 1, 1, 0, 0, 0], [0, 1, 0, 1, 1, 1], [1, 0, 1, 0, 0, 1]],
-  ("positional", "cs_ft"): [[1, 1, 1, 1, 0, 1], [1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 0, 1]],  # 5,5,5
+  ("positional", "clip"): [
+    [0, 0, 1, 1, 1, 0],
+    [0, 1, 0, 0, 1, 0],
+    [1, 0, 0, 0, 0, 1],
+  ],
+  # 2,4,2
+  ("positional", "clip_ft"): [
+    [0, 1, 1, 0, 0, 0],
+    [0, 1, 0, 1, 1, 1],
+    [1, 0, 0, 0, 0, 1],
+  ],
+  ("positional", "negclip_ft"): [
+    [0, 1, 1, 0, 0, 0],
+    [0, 1, 0, 1, 1, 1],
+    [1, 0, 1, 0, 0, 1],
+  ],
+  # 5,5,5
+  ("positional", "cs_ft"): [
+    [1, 1, 1, 1, 0, 1],
+    [1, 1, 0, 1, 1, 1],
+    [1, 1, 1, 1, 0, 1],
+  ],
 }
 # Retrieval hits per scene (4 scenes): i2t and t2i, the same for every seed.
 I2T = {"clip_ft": [1, 1, 0, 0], "cs_ft": [1, 1, 1, 0]}
@@ -184,7 +236,9 @@ def _derived(evaluate):
   cfg, grid = _cfg(), _grid(evaluate)
   summary = evaluate.summarize(cfg, grid)
   items = evaluate.item_outcomes(cfg, grid, 6)
-  return evaluate.derived_metrics(summary, {"relation": 0.5}, items, n_boot=N_BOOT), items
+  return evaluate.derived_metrics(
+    summary, {"relation": 0.5}, items, n_boot=N_BOOT
+  ), items
 
 
 def test_summarize_and_items_order_every_model_by_seed(evaluate):
@@ -193,8 +247,12 @@ def test_summarize_and_items_order_every_model_by_seed(evaluate):
   items = evaluate.item_outcomes(cfg, grid, 6)
   assert items["n"] == {"ht_relation": 6, "r1": 4, "relation_foil_acc": 4}
   for (enc, model), rel in REL.items():
-    assert s[enc][model]["ht_relation"] == pytest.approx([np.mean(r) for r in rel])
-    got = evaluate.seeds_by_items(items["outcomes"][enc][model], "ht_relation", 6)
+    assert s[enc][model]["ht_relation"] == pytest.approx(
+      [np.mean(r) for r in rel]
+    )
+    got = evaluate.seeds_by_items(
+      items["outcomes"][enc][model], "ht_relation", 6
+    )
     np.testing.assert_array_equal(got, rel)
   assert set(s["bow"]) == {"clip"}
 
@@ -207,7 +265,8 @@ def test_derived_metrics(evaluate):
   assert d["n_seeds"] == 3 and d["n_relation_items"] == 6
   # pre-trained weak-order CLIP: 6 of 18 relation triples right
   assert d["baseline_ht_relation"] == pytest.approx(6 / 18)
-  assert d["baseline_ht_relation_seed_ci"] == pytest.approx(0.0, abs=1e-12)  # 2/6 every seed
+  # 2/6 every seed
+  assert d["baseline_ht_relation_seed_ci"] == pytest.approx(0.0, abs=1e-12)
   assert d["baseline_ht_relation_ci"] == pytest.approx(
     _boot_half(w("clip").mean(0), 0 * w("clip")[0])
   )
@@ -223,20 +282,27 @@ def test_derived_metrics(evaluate):
   assert d["cs_minus_negclip_ft_ht_relation"] == pytest.approx(4 / 18)
   # the CS model's own accuracy (the chance guard): 13 / 18
   assert d["cs_ht_relation"] == pytest.approx(13 / 18)
-  assert d["cs_ht_relation_seed_ci"] == pytest.approx(_seed_half(w("cs_ft").mean(1), [0, 0, 0]))
-  # retrieval per scene: cs (1, 1, .5, 0) - clip_ft (1, .5, 0, 0) = 1/4 of a point per scene
+  assert d["cs_ht_relation_seed_ci"] == pytest.approx(
+    _seed_half(w("cs_ft").mean(1), [0, 0, 0])
+  )
+  # retrieval per scene: cs (1, 1, .5, 0) - clip_ft (1, .5, 0, 0) = 1/4 of a
+  # point per scene
   assert d["cs_minus_clip_ft_r1"] == pytest.approx(0.25)
   assert d["cs_minus_clip_ft_r1_item_ci"] == pytest.approx(
     _boot_half([1, 1, 0.5, 0], [1, 0.5, 0, 0])
   )
   # entity: (0.9 - 0.7) per seed
   assert d["cs_minus_clip_ft_ht_entity"] == pytest.approx(0.2)
-  # the order-aware control: positional plain fine-tuning minus weak-order plain fine-tuning,
-  # (8 - 6) / 18, and its own CS gain (15 - 8) / 18
-  assert d["order_aware_clip_ft_minus_clip_ft_ht_relation"] == pytest.approx(2 / 18)
+  # the order-aware control: positional plain fine-tuning minus weak-order plain
+  # fine-tuning, (8 - 6) / 18, and its own CS gain (15 - 8) / 18
+  assert d["order_aware_clip_ft_minus_clip_ft_ht_relation"] == pytest.approx(
+    2 / 18
+  )
   c_item = _boot_half(p("clip_ft").mean(0), w("clip_ft").mean(0))
   c_seed = _seed_half(p("clip_ft").mean(1), w("clip_ft").mean(1))
-  assert d["order_aware_clip_ft_minus_clip_ft_ht_relation_ci"] == pytest.approx(max(c_item, c_seed))
+  assert d["order_aware_clip_ft_minus_clip_ft_ht_relation_ci"] == pytest.approx(
+    max(c_item, c_seed)
+  )
   assert d["order_aware_clip_ft_ht_relation"] == pytest.approx(8 / 18)
   assert d["order_aware_cs_minus_clip_ft_ht_relation"] == pytest.approx(7 / 18)
 
@@ -246,7 +312,9 @@ def test_the_relation_precondition_reads_the_lower_end(evaluate):
   # foil pairs of the pre-trained model: seeds 3/4, 3/4, 4/4 -> mean 5/6
   foil = np.array(FOIL, float)
   assert d["baseline_relation_foil_acc"] == pytest.approx(10 / 12)
-  half = max(_boot_half(foil.mean(0), 0 * foil[0]), _seed_half(foil.mean(1), [0, 0, 0]))
+  half = max(
+    _boot_half(foil.mean(0), 0 * foil[0]), _seed_half(foil.mean(1), [0, 0, 0])
+  )
   assert d["baseline_relation_foil_acc_ci"] == pytest.approx(half)
   assert d["baseline_relation_foil_acc_lo"] == pytest.approx(10 / 12 - half)
 

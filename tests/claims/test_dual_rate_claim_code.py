@@ -1,4 +1,5 @@
-"""Claim code of experiments/dual_rate: matched-quality FLOP ratio and gains in seed std."""
+"""Claim code of experiments/dual_rate: matched-quality FLOP ratio and gains in
+seed std."""
 
 import importlib
 
@@ -47,12 +48,14 @@ def _row(method, steps, K, fd, std, mflops=100.0, wall=None):
 
 def _rows():
   return [
-    # Baseline: best FD 3.5 +- 0.5, so matched quality is FD <= 4.0; the cheapest baseline row
-    # reaching it costs 200 MFLOPs (the worst row, 5.0, would set 5.5 and 100 MFLOPs).
+    # Baseline: best FD 3.5 +- 0.5, so matched quality is FD <= 4.0; the
+    # cheapest baseline row reaching it costs 200 MFLOPs (the worst row, 5.0,
+    # would set 5.5 and 100 MFLOPs).
     _row("baseline", 10, None, 5.0, 0.5, 100.0, 10.0),
     _row("baseline", 20, None, 4.0, 1.0, 200.0, 20.0),
     _row("baseline", 40, None, 3.5, 0.5, 400.0, 40.0),
-    # Dual-rate: K = 1 is not eligible; the cheapest K > 1 row at FD <= 4.0 costs 80 MFLOPs.
+    # Dual-rate: K = 1 is not eligible; the cheapest K > 1 row at FD <= 4.0
+    # costs 80 MFLOPs.
     _row("dual-rate", 20, 1, 3.0, 0.4, 150.0, 12.0),
     _row("dual-rate", 20, 2, 3.9, 0.3, 80.0, 9.0),
     _row("dual-rate", 20, 4, 4.5, 0.3, 50.0, 6.0),
@@ -64,7 +67,8 @@ def _rows():
     _row("mmd-baseline", 20, None, 4.0, 0.3, 60.0),
     _row("fresh-only", 20, 2, 4.2, 0.3),
     _row("fresh-only", 40, 2, 3.0, 0.3),
-    _row("fresh-only", 20, 1, 9.0, 0.3),  # K = 1: left out of the stale-training pairs
+    # K = 1: left out of the stale-training pairs
+    _row("fresh-only", 20, 1, 9.0, 0.3),
     _row("dual-rate/front_loaded", 20, 2, 3.5, 0.3),
     _row("dual-rate/front_loaded", 20, 4, 4.0, 0.3),
     _row("dual-rate/front_loaded", 40, 2, 3.3, 0.4),
@@ -84,7 +88,8 @@ def test_headline_matched_quality(quality):
   assert h["flop_reduction_at_matched_quality"] == pytest.approx(200.0 / 80.0)
   assert h["wall_reduction_at_matched_quality"] == pytest.approx(20.0 / 9.0)
   assert h["cost_ratio_light_over_heavy"] == pytest.approx(0.25)
-  # Against K = 1 at the same N (150 MFLOPs, 12 s at N = 20); N = 40 has no K = 1 row.
+  # Against K = 1 at the same N (150 MFLOPs, 12 s at N = 20); N = 40 has no K =
+  # 1 row.
   assert h["wall_vs_flop_ratio_vs_k1"] == [
     {
       "steps": 20,
@@ -92,23 +97,35 @@ def test_headline_matched_quality(quality):
       "flop_ratio": pytest.approx(150 / 80),
       "wall_ratio": pytest.approx(12 / 9),
     },
-    {"steps": 20, "K": 4, "flop_ratio": pytest.approx(3.0), "wall_ratio": pytest.approx(2.0)},
+    {
+      "steps": 20,
+      "K": 4,
+      "flop_ratio": pytest.approx(3.0),
+      "wall_ratio": pytest.approx(2.0),
+    },
   ]
 
 
 def test_headline_not_reached(evaluate):
-  rows = [r for r in _rows() if not (r["method"] == "dual-rate" and r["fd_mean"] < 4.1)]
+  rows = [
+    r
+    for r in _rows()
+    if not (r["method"] == "dual-rate" and r["fd_mean"] < 4.1)
+  ]
   h = dr.matched_quality(rows, FLOPS)
   assert h["dual_rate_cheapest_at_target"] is None
   assert h["flop_reduction_at_matched_quality"] is None
-  d = evaluate.derived_metrics({"headline": h, "rows": rows, "floor": {"fd": 1.0}})
+  d = evaluate.derived_metrics(
+    {"headline": h, "rows": rows, "floor": {"fd": 1.0}}
+  )
   assert d["matched_quality_flop_reduction"] == 0.0
 
 
 def test_headline_ignores_dual_rate_k1(quality):
   rows = [
     _row("baseline", 10, None, 3.0, 1.0, 100.0),
-    _row("dual-rate", 10, 1, 3.5, 0.1, 40.0),  # reaches FD <= 4 cheaper, but K = 1
+    # reaches FD <= 4 cheaper, but K = 1
+    _row("dual-rate", 10, 1, 3.5, 0.1, 40.0),
     _row("dual-rate", 10, 2, 3.9, 0.1, 60.0),
   ]
   h = quality.matched_quality(rows, FLOPS)
@@ -116,8 +133,9 @@ def test_headline_ignores_dual_rate_k1(quality):
 
 
 def test_headline_with_several_samplers(quality):
-  # The target is the best row over every named baseline method (here the Heun row, 3.0 +- 0.2),
-  # met by the cheapest K > 1 row of any named dual-rate method.
+  # The target is the best row over every named baseline method (here the Heun
+  # row, 3.0 +- 0.2), met by the cheapest K > 1 row of any named dual-rate
+  # method.
   rows = _rows() + [
     _row("baseline/heun", 20, None, 3.0, 0.2, 300.0),
     _row("dual-rate/heun", 20, 2, 3.1, 0.2, 120.0),
@@ -145,16 +163,25 @@ def test_derived_metrics(evaluate):
   d = evaluate.derived_metrics(m)
   assert d["matched_quality_flop_reduction"] == pytest.approx(2.5)
   assert d["matched_quality_wall_reduction"] == pytest.approx(20.0 / 9.0)
-  # Best MMD student (3.1 +- 0.4) minus the best dual-rate row (3.0 +- 0.4, K = 1 included).
+  # Best MMD student (3.1 +- 0.4) minus the best dual-rate row (3.0 +- 0.4, K =
+  # 1 included).
   assert d["mmd_dual_minus_dual_fd_in_std"] == pytest.approx(0.1 / S44)
-  # Dual-rate K > 1 rows against the best no-feature row at <= their FLOPs:
-  # 80 -> (4.6 - 3.9) / S33; 50 -> (4.6 - 4.5) / S33; 160 -> (4.1 - 3.2) / S44. Median:
+  # Dual-rate K > 1 rows against the best no-feature row at <= their FLOPs: 80
+  # -> (4.6 - 3.9) / S33; 50 -> (4.6 - 4.5) / S33; 160 -> (4.1 - 3.2) / S44.
+  # Median:
   assert d["features_gain_in_std"] == pytest.approx(0.9 / S44)
-  # Against the MMD baseline (60 MFLOPs): 80 -> 0.1 / S33, 50 -> none, 160 -> 0.8 / S34.
-  assert d["vs_mmd_baseline_gain_in_std"] == pytest.approx((0.1 / S33 + 0.8 / S34) / 2)
-  # Fresh-only minus dual-rate at the same (N, K > 1): 0.3 / S33 and -0.2 / S34; median:
-  assert d["stale_training_gain_in_std"] == pytest.approx((0.3 / S33 - 0.2 / S34) / 2)
-  # Uniform minus front-loaded at the same (N, K): 0.4 / S33, 0.5 / S33, -0.1 / S44; median:
+  # Against the MMD baseline (60 MFLOPs): 80 -> 0.1 / S33, 50 -> none, 160 ->
+  # 0.8 / S34.
+  assert d["vs_mmd_baseline_gain_in_std"] == pytest.approx(
+    (0.1 / S33 + 0.8 / S34) / 2
+  )
+  # Fresh-only minus dual-rate at the same (N, K > 1): 0.3 / S33 and -0.2 / S34;
+  # median:
+  assert d["stale_training_gain_in_std"] == pytest.approx(
+    (0.3 / S33 - 0.2 / S34) / 2
+  )
+  # Uniform minus front-loaded at the same (N, K): 0.4 / S33, 0.5 / S33, -0.1 /
+  # S44; median:
   assert d["front_vs_uniform_gain_in_std"] == pytest.approx(0.4 / S33)
   assert d["back_vs_uniform_gain_in_std"] is None
   assert d["baseline_best_fd_over_floor"] == pytest.approx(3.5 / 1.75)
@@ -168,57 +195,73 @@ def test_gain_in_std_sign(quality):
 
 
 def test_gains_over_rows(quality):
-  rows = _rows()  # the gains of test_derived_metrics, from the library functions
-  assert quality.gain_at_equal_cost(rows, "no-features") == pytest.approx(0.9 / S44)
+  # the gains of test_derived_metrics, from the library functions
+  rows = _rows()
+  assert quality.gain_at_equal_cost(rows, "no-features") == pytest.approx(
+    0.9 / S44
+  )
   assert quality.gain_at_equal_cost(rows, "mmd-baseline") == pytest.approx(
     (0.1 / S33 + 0.8 / S34) / 2
   )
   assert quality.gain_at_equal_cost(rows, "absent") is None
   gain = quality.paired_gain(rows, "dual-rate/front_loaded", "dual-rate")
-  assert gain == pytest.approx(0.4 / S33)  # the median of 0.4 / S33, 0.5 / S33, -0.1 / S44
+  # the median of 0.4 / S33, 0.5 / S33, -0.1 / S44
+  assert gain == pytest.approx(0.4 / S33)
   k_gt_1 = lambda r: (r["interval_K"] or 0) > 1
   gain = quality.paired_gain(rows, "dual-rate", "fresh-only", pred=k_gt_1)
   assert gain == pytest.approx((0.3 / S33 - 0.2 / S34) / 2)
 
 
 def test_aggregate_rows_over_training_seeds(quality):
-  seed0 = [_row("dual-rate", 20, 2, 3.0, 0.2, wall=10.0), _row("baseline", 20, None, 5.0, 0.5)]
+  seed0 = [
+    _row("dual-rate", 20, 2, 3.0, 0.2, wall=10.0),
+    _row("baseline", 20, None, 5.0, 0.5),
+  ]
   seed1 = [_row("dual-rate", 20, 2, 4.0, 0.4, wall=14.0)]
   seed2 = [_row("dual-rate", 20, 2, 3.5, 0.6, wall=None)]
   out = quality.aggregate_rows([seed0, seed1, seed2])
   r, b = out
   assert r["fd_mean"] == pytest.approx(3.5)
-  assert r["fd_std"] == pytest.approx(np.sqrt(1 / 6))  # population std of (3, 4, 3.5)
-  assert r["fd_ci95"] == pytest.approx(4.303 * 0.5 / np.sqrt(3))  # sample std 0.5
+  # population std of (3, 4, 3.5)
+  assert r["fd_std"] == pytest.approx(np.sqrt(1 / 6))
+  # sample std 0.5
+  assert r["fd_ci95"] == pytest.approx(4.303 * 0.5 / np.sqrt(3))
   assert r["fd_train_seeds"] == [3.0, 4.0, 3.5]
   assert r["fd_sampling_std"] == pytest.approx(0.4)
   assert r["wall_s"] == pytest.approx(12.0)  # over the seeds that measured it
   assert r["num_train_seeds"] == 3
-  assert b["fd_mean"] == 5.0 and b["fd_std"] == 0.5 and b["num_train_seeds"] == 1
+  assert (
+    b["fd_mean"] == 5.0 and b["fd_std"] == 0.5 and b["num_train_seeds"] == 1
+  )
   assert quality.aggregate_rows([seed0]) == seed0
 
 
 def test_fd_splits(fdproxy):
-  # Held-out reference: the first N held-out images; the floor compares the next N.
+  # Held-out reference: the first N held-out images; the floor compares the next
+  # N.
   assert fdproxy.fd_splits(797, 1000, 500, "heldout") == {
     "reference": ("heldout", 0, 500),
     "compared": ("heldout", 500, 1000),
   }
-  # Train reference (the earlier protocol): the whole train split against N held-out images.
+  # Train reference (the earlier protocol): the whole train split against N
+  # held-out images.
   assert fdproxy.fd_splits(797, 1000, 500, "train") == {
     "reference": ("train", 0, 797),
     "compared": ("heldout", 0, 500),
   }
-  # Two disjoint splits of N need 2 N held-out images; one more sample is one too many.
+  # Two disjoint splits of N need 2 N held-out images; one more sample is one
+  # too many.
   assert fdproxy.fd_splits(10, 8, 4, "heldout")["compared"] == ("heldout", 4, 8)
-  # (Not pytest.raises: its failure is not an Exception, which tests/claims/test_mutations.py
-  # counts as a caught mutant.)
+  # (Not pytest.raises: its failure is not an Exception, which
+  # tests/claims/test_mutations.py counts as a caught mutant.)
   try:
     fdproxy.fd_splits(10, 8, 5, "heldout")
   except ValueError as e:
     assert "needs 10 held-out images" in str(e)
   else:
-    raise AssertionError("8 held-out images accepted for two disjoint splits of 5")
+    raise AssertionError(
+      "8 held-out images accepted for two disjoint splits of 5"
+    )
   with pytest.raises(ValueError, match="fd_reference"):
     fdproxy.fd_splits(10, 8, 4, "test")
 
@@ -229,7 +272,10 @@ def _floor(reference="heldout", n=500, n_ref=500, n_cmp=500, start=500):
     "reference": reference,
     "n_reference": n_ref,
     "n_compared": n_cmp,
-    "splits": {"reference": [reference, 0, n_ref], "compared": ["heldout", start, start + n_cmp]},
+    "splits": {
+      "reference": [reference, 0, n_ref],
+      "compared": ["heldout", start, start + n_cmp],
+    },
   }
 
 
@@ -242,7 +288,8 @@ def test_floor_is_heldout(evaluate):
     return evaluate.derived_metrics(m)["floor_is_heldout"]
 
   assert judged(_floor()) == 1.0
-  # The train-split reference of the earlier runs (also: no split record at all).
+  # The train-split reference of the earlier runs (also: no split record at
+  # all).
   assert judged(_floor(reference="train", n_ref=797)) == 0.0
   assert judged({"fd": 2.0}) == 0.0
   # Splits of another size than the samples, or overlapping splits.
@@ -250,8 +297,15 @@ def test_floor_is_heldout(evaluate):
   assert judged(_floor(), n=1000) == 0.0
   assert judged(_floor(start=0)) == 0.0
   # The regime ratio is the best baseline's FD over this floor: 3.5 / 2.0.
-  m = {"rows": rows, "headline": head, "floor": _floor(), "num_eval_samples": 500}
-  assert evaluate.derived_metrics(m)["baseline_best_fd_over_floor"] == pytest.approx(1.75)
+  m = {
+    "rows": rows,
+    "headline": head,
+    "floor": _floor(),
+    "num_eval_samples": 500,
+  }
+  assert evaluate.derived_metrics(m)[
+    "baseline_best_fd_over_floor"
+  ] == pytest.approx(1.75)
 
 
 def test_coupling_gains(evaluate):
@@ -260,7 +314,10 @@ def test_coupling_gains(evaluate):
     _row("dual-rate/ddim", 20, 2, 9.9, 0.3),  # K = 2: left out (K >= 4 only)
     _row("dual-rate/rollout", 20, 4, 4.2, 0.3),
   ]
-  d = evaluate.derived_metrics({"rows": rows, "headline": dr.matched_quality(rows, FLOPS)})
-  # Gain of the coupling over the ancestral pair: (ancestral FD - coupling FD) / S33.
+  d = evaluate.derived_metrics(
+    {"rows": rows, "headline": dr.matched_quality(rows, FLOPS)}
+  )
+  # Gain of the coupling over the ancestral pair: (ancestral FD - coupling FD) /
+  # S33.
   assert d["ddim_vs_ancestral_gain_in_std"] == pytest.approx(-1.0 / S33)
   assert d["rollout_vs_ancestral_gain_in_std"] == pytest.approx(0.3 / S33)

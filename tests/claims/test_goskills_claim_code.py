@@ -1,4 +1,5 @@
-"""Claim code of experiments/goskills: per-seed paired differences over library settings."""
+"""Claim code of experiments/goskills: per-seed paired differences over library
+settings."""
 
 import copy
 import importlib
@@ -65,14 +66,24 @@ VALUES = {
 
 def _cfg():
   return types.SimpleNamespace(
-    seed=10, seeds=2, headline_budget=5, small_budget=3, decoy_rate=(0.0, 0.3), budgets=(3, 5)
+    seed=10,
+    seeds=2,
+    headline_budget=5,
+    small_budget=3,
+    decoy_rate=(0.0, 0.3),
+    budgets=(3, 5),
   )
 
 
 def _cells(train):
-  default = {m: {str(b): {k: 0.5 for k in train.METRICS} for b in (3, 5)} for m in train.METHODS}
+  default = {
+    m: {str(b): {k: 0.5 for k in train.METRICS} for b in (3, 5)}
+    for m in train.METHODS
+  }
   cells = []
-  for j, (seed, decoy) in enumerate(((10, 0.0), (10, 0.3), (11, 0.0), (11, 0.3))):
+  for j, (seed, decoy) in enumerate(
+    ((10, 0.0), (10, 0.3), (11, 0.0), (11, 0.3))
+  ):
     res = copy.deepcopy(default)
     for (m, k, b), v in VALUES.items():
       res[m][str(b)][k] = v[j]
@@ -98,7 +109,8 @@ def test_derived_metrics(train):
   # Steps saved = gos_bundle - goskills per seed: (2, 1).
   assert d["steps_saving_vs_gos_B5"] == pytest.approx(1.5)
   assert d["steps_saving_vs_gos_B5_ci"] == pytest.approx(ci2(2.0, 1.0))
-  # Trivial = per-seed max(random, popular) = (0.4, 0.5); goskills - trivial = (0.3, 0.4).
+  # Trivial = per-seed max(random, popular) = (0.4, 0.5); goskills - trivial =
+  # (0.3, 0.4).
   assert d["trivial_cov_B5"] == pytest.approx(0.45)
   assert d["cov_gain_vs_trivial_B5"] == pytest.approx(0.35)
   assert d["cov_gain_vs_trivial_B5_ci"] == pytest.approx(ci2(0.3, 0.4))
@@ -107,20 +119,26 @@ def test_derived_metrics(train):
   assert d["reward_gain_vs_gos_B5_ci"] == pytest.approx(ci2(0.2, 0.1))
   assert d["graph_reward_gain_B5"] == pytest.approx(0.05)
   assert d["roles_success_gain_B5"] == pytest.approx((0.1 + 0.0) / 2)
-  # Only the cells at the largest decoy rate: goskills (0.9, 0.7) - no_avoid (0.4, 0.5).
+  # Only the cells at the largest decoy rate: goskills (0.9, 0.7) - no_avoid
+  # (0.4, 0.5).
   assert d["avoid_success_gain_B5_decoy_max"] == pytest.approx((0.5 + 0.2) / 2)
   assert d["flat_coverage_B5"] == pytest.approx(0.55)
-  # Matched controls: goskills - flat_bottleneck coverage B3 per seed (0.1, 0.0).
+  # Matched controls: goskills - flat_bottleneck coverage B3 per seed (0.1,
+  # 0.0).
   assert d["cov_gain_vs_flat_bottleneck_B3"] == pytest.approx(0.05)
   assert d["cov_gain_vs_flat_bottleneck_B3_ci"] == pytest.approx(ci2(0.1, 0.0))
   # flat_bottleneck / load_all at B = 3 per seed: 0.5 / 1.0, 0.7 / 0.875 = 0.8.
   assert d["flat_bottleneck_cov_ratio_vs_load_all_B3"] == pytest.approx(0.65)
-  assert d["flat_bottleneck_cov_ratio_vs_load_all_B3_ci"] == pytest.approx(ci2(0.5, 0.8))
+  assert d["flat_bottleneck_cov_ratio_vs_load_all_B3_ci"] == pytest.approx(
+    ci2(0.5, 0.8)
+  )
   # success goskills (0.7, 0.6) - flat_bottleneck (0.4, 0.6) = (0.3, 0.0).
   assert d["success_gain_vs_flat_bottleneck_B5"] == pytest.approx(0.15)
   # reward goskills (0.6, 0.6) - gos_bottleneck (0.7, 0.5) = (-0.1, 0.1).
   assert d["reward_gain_vs_gos_bottleneck_B5"] == pytest.approx(0.0)
-  assert d["reward_gain_vs_gos_bottleneck_B5_ci"] == pytest.approx(ci2(-0.1, 0.1))
+  assert d["reward_gain_vs_gos_bottleneck_B5_ci"] == pytest.approx(
+    ci2(-0.1, 0.1)
+  )
   # steps saved = gos_bottleneck (5, 7) - goskills (4, 4) = (1, 3).
   assert d["steps_saving_vs_gos_bottleneck_B5"] == pytest.approx(2.0)
   # roles with START kept: goskills (0.7, 0.6) - start_only (0.5, 0.5).
@@ -129,10 +147,13 @@ def test_derived_metrics(train):
   assert d["start_rule_success_gain_B5"] == pytest.approx(0.0)
   assert d["start_rule_success_gain_B5_ci"] == pytest.approx(ci2(0.1, -0.1))
   # Ladder at B = 3 (coverage), each step minus the one before it, per seed:
-  # flat (0.4, 0.6) -> flat_root (0.45, 0.55) -> flat_bottleneck (0.5, 0.7)
-  # -> no_graph_start_only (0.6, 0.8) -> start_only (0.6, 0.7) -> goskills (0.6, 0.7).
+  # flat (0.4, 0.6) -> flat_root (0.45, 0.55) -> flat_bottleneck (0.5, 0.7) ->
+  # no_graph_start_only (0.6, 0.8) -> start_only (0.6, 0.7) -> goskills (0.6,
+  # 0.7).
   assert d["ladder_start_rule_coverage_gain_B3"] == pytest.approx(0.0)
-  assert d["ladder_start_rule_coverage_gain_B3_ci"] == pytest.approx(ci2(0.05, -0.05))
+  assert d["ladder_start_rule_coverage_gain_B3_ci"] == pytest.approx(
+    ci2(0.05, -0.05)
+  )
   assert d["ladder_bottleneck_coverage_gain_B3"] == pytest.approx(0.1)
   assert d["ladder_groups_coverage_gain_B3"] == pytest.approx(0.1)
   assert d["ladder_group_graph_coverage_gain_B3"] == pytest.approx(-0.05)
@@ -152,7 +173,9 @@ def test_root_first(controls):
 
 def test_start_only(controls):
   """Every role but START dropped (START = 0, SUPPORT = 1, CHECK = 2), no AVOID notes."""
-  ids, roles, avoid = controls.start_only(np.asarray([[5, 6, 7]]), np.asarray([[0, 1, 2]]))
+  ids, roles, avoid = controls.start_only(
+    np.asarray([[5, 6, 7]]), np.asarray([[0, 1, 2]])
+  )
   np.testing.assert_array_equal(ids, [[5, 6, 7]])
   np.testing.assert_array_equal(roles, [[0, -1, -1]])
   assert avoid.shape == (1, 0)
@@ -164,8 +187,9 @@ def test_pool_size(benchmark):
 
 
 def test_pool_bottleneck_by_hand(controls):
-  """Flat pool through the greedy: START first, then coverage, then pool order; no gain ->
-  still fills the budget in pool order (every pool member has the same priority)."""
+  """Flat pool through the greedy: START first, then coverage, then pool order;
+  no gain -> still fills the budget in pool order (every pool member has the
+  same priority)."""
   import jax.numpy as jnp
 
   req = np.zeros((6, 4), bool)
@@ -173,12 +197,13 @@ def test_pool_bottleneck_by_hand(controls):
   req[1, 0] = True  # redundant with START
   req[2, 1] = req[2, 2] = True  # covers two new
   req[3, 3] = True  # covers one new
-  pool = jnp.asarray([[1, 3, 2, 0, 5]])  # score order; 0 (= START) repeated in the pool
+  # score order; 0 (= START) repeated in the pool
+  pool = jnp.asarray([[1, 3, 2, 0, 5]])
   vis = jnp.ones((1, 4), bool)
   ids, roles = controls.pool_bottleneck(
     jnp.asarray(req), pool, jnp.asarray([0]), vis, budget=5, mu=0.1
   )
-  # START 0; then 2 (two new), 3 (one new), then 1 and 5 (no coverage, pool order; the
-  # repeated START is not a second candidate).
+  # START 0; then 2 (two new), 3 (one new), then 1 and 5 (no coverage, pool
+  # order; the repeated START is not a second candidate).
   np.testing.assert_array_equal(np.asarray(ids), [[0, 2, 3, 1, 5]])
   np.testing.assert_array_equal(np.asarray(roles), [[0, -1, -1, -1, -1]])

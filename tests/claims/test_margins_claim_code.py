@@ -1,5 +1,5 @@
-"""Claim code of experiments/margins (train.py and e4.py): win fractions, dimension constants,
-interpolated dimensions and their growth with N."""
+"""Claim code of experiments/margins (train.py and e4.py): win fractions,
+dimension constants, interpolated dimensions and their growth with N."""
 
 import importlib
 import math
@@ -49,9 +49,11 @@ def _loss_row(n, sig, inf):
 
 def test_loss_wins(threshold):
   rows = [
-    _loss_row(16, (0.5, 0.300, 0.1), (0.4, 0.303, 0.2)),  # m0 sigmoid, mg tie (< 0.005), mq InfoNCE
+    # m0 sigmoid, mg tie (< 0.005), mq InfoNCE
+    _loss_row(16, (0.5, 0.300, 0.1), (0.4, 0.303, 0.2)),
     _loss_row(16, (0.5, 0.4, 0.3), (0.498, 0.3, 0.2)),  # tie, sigmoid, sigmoid
-    _loss_row(16, (0.6, 0.1, 0.25), (0.5, 0.3, 0.2)),  # sigmoid, InfoNCE, sigmoid
+    # sigmoid, InfoNCE, sigmoid
+    _loss_row(16, (0.6, 0.1, 0.25), (0.5, 0.3, 0.2)),
     _loss_row(32, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)),  # another n: not compared
   ]
   w = threshold.loss_wins(rows, 16)
@@ -75,7 +77,8 @@ def test_win_fractions(train):
     "mq": {"sigmoid": 2, "infonce": 1, "tie": 0},
   }
   d = train.derived_metrics({"loss_wins": w, "threshold": []})
-  assert d["sigmoid_win_fraction_m0"] == pytest.approx(2 / 3)  # ties count in the total
+  # ties count in the total
+  assert d["sigmoid_win_fraction_m0"] == pytest.approx(2 / 3)
   assert d["sigmoid_win_fraction_mg"] == pytest.approx(1 / 3)
   assert d["sigmoid_win_fraction_mq"] == pytest.approx(2 / 3)
 
@@ -94,7 +97,8 @@ def test_knee_constants(threshold):
     _margin_row(8, 2, 4, 0.5),  # exactly half the optimum counts
   ]
   q = threshold.threshold_constants(rows, (16, 8), (2, 4))
-  assert [(x["n"], x["k"]) for x in q] == [(16, 2), (8, 2)]  # (8, 4) has no rows
+  # (8, 4) has no rows
+  assert [(x["n"], x["k"]) for x in q] == [(16, 2), (8, 2)]
   assert q[0]["d_positive"] == 4
   assert q[0]["d_half"] == 8
   assert q[0]["C_half"] == pytest.approx(8 / (2 * math.log(8)))
@@ -104,10 +108,16 @@ def test_knee_constants(threshold):
 def test_threshold_spread(train):
   q = [{"C_half": 8 / (2 * math.log(8))}, {"C_half": 4 / (2 * math.log(4))}]
   d = train.derived_metrics({"loss_wins": {}, "threshold": q})
-  # (8 / (2 ln 8)) / (4 / (2 ln 4)) = 2 ln 4 / ln 8 = 4/3, whatever the log's base.
+  # (8 / (2 ln 8)) / (4 / (2 ln 4)) = 2 ln 4 / ln 8 = 4/3, whatever the log's
+  # base.
   assert d["threshold_C_spread"] == pytest.approx(4 / 3)
   q[1]["C_half"] = None  # some (n, k) never reaches half
-  assert train.derived_metrics({"loss_wins": {}, "threshold": q})["threshold_C_spread"] == math.inf
+  assert (
+    train.derived_metrics({"loss_wins": {}, "threshold": q})[
+      "threshold_C_spread"
+    ]
+    == math.inf
+  )
 
 
 def test_refined_constants(threshold):
@@ -121,7 +131,9 @@ def test_refined_constants(threshold):
   pooled = [4 / 3, 2.0, 6.5 / 3]  # per seed, the mean over the (n, k)
   assert out["C_pooled_per_seed"] == pytest.approx(pooled)
   assert out["C_pooled_mean"] == pytest.approx(np.mean(pooled))
-  assert out["C_pooled_ci95"] == pytest.approx(T3 * np.std(pooled, ddof=1) / math.sqrt(3))
+  assert out["C_pooled_ci95"] == pytest.approx(
+    T3 * np.std(pooled, ddof=1) / math.sqrt(3)
+  )
 
 
 _PER_NK = [
@@ -135,7 +147,9 @@ def test_refined_derived_metrics(train):
   pooled = [4 / 3, 2.0, 6.5 / 3]
   out = {"per_nk": _PER_NK, "C_median": 1.5, "C_min": 1.0, "C_max": 3.0}
   out |= {"C_pooled_mean": float(np.mean(pooled)), "C_pooled_ci95": 0.1}
-  d = train.derived_metrics({"loss_wins": {}, "threshold": [], "threshold_refined": out})
+  d = train.derived_metrics(
+    {"loss_wins": {}, "threshold": [], "threshold_refined": out}
+  )
   assert d["threshold_C_fine_spread"] == pytest.approx(3.0)
   assert d["threshold_C_fine_median"] == 1.5
   assert d["threshold_C_fine_pooled"] == pytest.approx(np.mean(pooled))
@@ -144,17 +158,24 @@ def test_refined_derived_metrics(train):
 
 def test_d_needed(dims):
   ds = [2, 4, 8, 16]
-  # Crosses 0.5 between d = 4 (0.3) and 8 (0.6), log-linearly: t = 2/3, d = 4 * 2 ** (2/3).
-  assert dims.needed_dimension(ds, [0.1, 0.3, 0.6, 0.9], 0.5) == pytest.approx(4 * 2 ** (2 / 3))
+  # Crosses 0.5 between d = 4 (0.3) and 8 (0.6), log-linearly: t = 2/3, d = 4 *
+  # 2 ** (2/3).
+  assert dims.needed_dimension(ds, [0.1, 0.3, 0.6, 0.9], 0.5) == pytest.approx(
+    4 * 2 ** (2 / 3)
+  )
   # "From which on": a dip at d = 4 moves the answer past it (not d = 2).
-  assert dims.needed_dimension(ds, [0.6, 0.3, 0.6, 0.9], 0.5) == pytest.approx(4 * 2 ** (2 / 3))
+  assert dims.needed_dimension(ds, [0.6, 0.3, 0.6, 0.9], 0.5) == pytest.approx(
+    4 * 2 ** (2 / 3)
+  )
   assert dims.needed_dimension(ds, [0.6, 0.7, 0.8, 0.9], 0.5) == 2.0
   assert dims.needed_dimension(ds, [0.6, 0.7, 0.8, 0.4], 0.5) is None
 
 
 def test_slope_is_ln_d_on_log10_n(dims):
   # d doubles per decade of N: slope of ln d on log10 N is ln 2.
-  assert dims.growth_slope([10, 100, 1000], [2.0, 4.0, 8.0]) == pytest.approx(math.log(2))
+  assert dims.growth_slope([10, 100, 1000], [2.0, 4.0, 8.0]) == pytest.approx(
+    math.log(2)
+  )
   assert dims.growth_slope([10, 100], [2.0, None]) is None
 
 
@@ -162,20 +183,27 @@ def test_analyse(e4):
   cfg = types.SimpleNamespace(
     ds=(2, 4, 8, 16), seeds=1, fractions=(0.5,), Ns=(10, 100), n=20, delta=0.01
   )
-  # Retained fractions [d][N] (the cells hold margins = m_src x retained, m_src = 0.5).
+  # Retained fractions [d][N] (the cells hold margins = m_src x retained,
+  # m_src = 0.5).
   retained = {
     "projected": [[0.1, 0.1], [0.3, 0.2], [0.6, 0.3], [0.9, 0.6]],
     "resolved": [[0.6, 0.2], [0.7, 0.6], [0.8, 0.7], [0.9, 0.8]],
     "random": [[0.1, 0.1]] * 4,
   }
   cells = {
-    d: {**{m: [[0.5 * v for v in retained[m][i]]] for m in retained}, "fista_gap_max": 0.0}
+    d: {
+      **{m: [[0.5 * v for v in retained[m][i]]] for m in retained},
+      "fista_gap_max": 0.0,
+    }
     for i, d in enumerate(cfg.ds)
   }
   an = e4.analyse(cfg, {"m_src": 0.5}, cells)
   dn = an["d_needed"]["0.5"]
-  # projected: N = 10 -> 4 * 2^(2/3); N = 100 -> 8 * 2^(2/3). resolved: 2; 2 * 2^(3/4).
-  assert dn["projected"][0] == pytest.approx([4 * 2 ** (2 / 3), 8 * 2 ** (2 / 3)])
+  # projected: N = 10 -> 4 * 2^(2/3); N = 100 -> 8 * 2^(2/3). resolved: 2; 2 *
+  # 2^(3/4).
+  assert dn["projected"][0] == pytest.approx(
+    [4 * 2 ** (2 / 3), 8 * 2 ** (2 / 3)]
+  )
   assert dn["resolved"][0] == pytest.approx([2.0, 2 * 2**0.75])
   sl = an["slopes"]["0.5"]
   assert sl["projected"][0] == pytest.approx(math.log(2))
@@ -191,15 +219,22 @@ def test_dimension_growth(dims):
     "projected": [[[0.1, 0.1], [0.3, 0.2], [0.6, 0.3], [0.9, 0.6]]],
     "resolved": [[[0.6, 0.2], [0.7, 0.6], [0.8, 0.7], [0.9, 0.8]]],
   }
-  an = dims.dimension_growth(retained, ds, Ns, (0.5,), m_src=0.5, n=20, delta=0.01)
+  an = dims.dimension_growth(
+    retained, ds, Ns, (0.5,), m_src=0.5, n=20, delta=0.01
+  )
   sl = an["slopes"]["0.5"]
   assert sl["projected"][0] == pytest.approx(math.log(2))
   assert sl["resolved"][0] == pytest.approx(0.75 * math.log(2))
-  assert sl["gap"][0] == pytest.approx(0.25 * math.log(2))  # projected minus re-solved
-  assert an["d_needed"]["0.5"]["resolved"][0] == pytest.approx([2.0, 2 * 2**0.75])
+  # projected minus re-solved
+  assert sl["gap"][0] == pytest.approx(0.25 * math.log(2))
+  assert an["d_needed"]["0.5"]["resolved"][0] == pytest.approx(
+    [2.0, 2 * 2**0.75]
+  )
   assert an["retained_mean"]["resolved"][1] == pytest.approx([0.7, 0.6])
   docs = an["bound_dims"]["0.5"]["documents_only"]
-  assert docs is not None and dims.documents_only_bound(0.5, 20, docs, 0.01) >= 0.25
+  assert (
+    docs is not None and dims.documents_only_bound(0.5, 20, docs, 0.01) >= 0.25
+  )
   assert dims.documents_only_bound(0.5, 20, docs - 1, 0.01) < 0.25
 
 
@@ -208,9 +243,14 @@ def test_e4_derived_metrics(e4):
     "f_claim": 0.5,
     "analysis": {
       "slopes": {
-        "0.5": {"projected": [0.3, 0.5, 0.4], "resolved": [0.1, 0.0, 0.2], "gap": [0.2, 0.5, 0.2]}
+        "0.5": {
+          "projected": [0.3, 0.5, 0.4],
+          "resolved": [0.1, 0.0, 0.2],
+          "gap": [0.2, 0.5, 0.2],
+        }
       },
-      # d_0.5 per seed and N; the ratio is taken at the largest N (last column): 2, 2, 4.5.
+      # d_0.5 per seed and N; the ratio is taken at the largest N (last column):
+      # 2, 2, 4.5.
       "d_needed": {
         "0.5": {
           "projected": [[1.0, 8.0], [1.0, 6.0], [1.0, 9.0]],
@@ -221,17 +261,21 @@ def test_e4_derived_metrics(e4):
     },
   }
   d = e4.derived_metrics(metrics)
-  h = T3 * 0.1 / math.sqrt(3)  # sample std of (0.3, 0.5, 0.4) and of (0.1, 0.0, 0.2) is 0.1
+  # sample std of (0.3, 0.5, 0.4) and of (0.1, 0.0, 0.2) is 0.1
+  h = T3 * 0.1 / math.sqrt(3)
   assert d["slope_projected_mean"] == pytest.approx(0.4)
   assert d["slope_projected_ci_low"] == pytest.approx(0.4 - h)
   assert d["slope_resolved_ci_high"] == pytest.approx(0.1 + h)
   assert d["slope_gap_mean"] == pytest.approx(0.3)
-  assert d["slope_gap_ci_low"] == pytest.approx(0.3 - T3 * math.sqrt(0.03) / math.sqrt(3))
+  assert d["slope_gap_ci_low"] == pytest.approx(
+    0.3 - T3 * math.sqrt(0.03) / math.sqrt(3)
+  )
   assert d["dim_ratio_mean"] == pytest.approx(8.5 / 3)
   assert d["dim_ratio_ci_low"] == pytest.approx(
     8.5 / 3 - T3 * np.std([2, 2, 4.5], ddof=1) / math.sqrt(3)
   )
-  assert d["random_retained_max_d"] == pytest.approx(0.3)  # largest d, mean over N
+  # largest d, mean over N
+  assert d["random_retained_max_d"] == pytest.approx(0.3)
   sl = metrics["analysis"]["slopes"]["0.5"]
   sl["resolved"][1] = sl["gap"][1] = None  # a censored seed: no verdict
   d = e4.derived_metrics(metrics)

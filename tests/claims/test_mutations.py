@@ -1,17 +1,19 @@
 """Likely mistakes in the claim code are caught by the claim-code tests.
 
-Each :class:`Mutation` names a module, a source snippet that occurs exactly once in it, the
-snippet's broken replacement (a swapped sign, best <-> worst, ln <-> log10, mean <-> median, an
-off-by-one slice, a swapped operand, ...) and the tests of ``tests/claims/`` that must catch it.
-The test compiles the mutated source into a fresh module object (the real module is left
-untouched), runs the named tests against it and asserts that at least one fails. A snippet that
-no longer occurs exactly once fails loudly, so a refactor of the claim code must update this
-list rather than silently leave a mistake untested.
+Each :class:`Mutation` names a module, a source snippet that occurs exactly once
+in it, the snippet's broken replacement (a swapped sign, best <-> worst, ln <->
+log10, mean <-> median, an off-by-one slice, a swapped operand, ...) and the
+tests of ``tests/claims/`` that must catch it. The test compiles the mutated
+source into a fresh module object (the real module is left untouched), runs the
+named tests against it and asserts that at least one fails. A snippet that no
+longer occurs exactly once fails loudly, so a refactor of the claim code must
+update this list rather than silently leave a mistake untested.
 
-A test function of ``tests/claims/test_<paper>_claim_code.py`` takes the module it checks as
-its only argument, named by a key of that file's ``MODULES`` (``train``, ``e4``, ...). When a
-test checks a module other than the mutated one (``search`` calls ``train``), that module is
-rebuilt from its source with the mutant in place of its import.
+A test function of ``tests/claims/test_<paper>_claim_code.py`` takes the module
+it checks as its only argument, named by a key of that file's ``MODULES``
+(``train``, ``e4``, ...). When a test checks a module other than the mutated one
+(``search`` calls ``train``), that module is rebuilt from its source with the
+mutant in place of its import.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ class Mutation:
   module: str  # dotted module name
   old: str  # occurs exactly once in the module's source
   new: str
-  tests: tuple[str, ...]  # test functions of tests/claims/test_<paper>_claim_code.py
+  # test functions of tests/claims/test_<paper>_claim_code.py
+  tests: tuple[str, ...]
   what: str
 
   @property
@@ -46,13 +49,14 @@ class Mutation:
 
 
 def M(paper, module, old, new, tests, what):
-  """A row; ``module`` is relative to ``experiments.<paper>`` unless it is a dotted name."""
+  """A row; ``module`` is relative to ``experiments.<paper>`` unless it is a
+  dotted name."""
   name = module if "." in module else f"experiments.{paper}.{module}"
   return Mutation(paper, name, old, new, tuple(tests), what)
 
 
 MUTATIONS = (
-  # ---------------------------------------------------------------- bayes_memory
+  # --------------------------------------------------------------- bayes_memory
   M(
     "bayes_memory",
     "jaxpapers.bayes_memory._evaluate",
@@ -104,8 +108,14 @@ MUTATIONS = (
   M(
     "bayes_memory",
     "jaxpapers.bayes_memory._evaluate",
-    'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, 1:2]\n  col["oracle_bf_placebo_gated"]',
-    'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, :1]\n  col["oracle_bf_placebo_gated"]',
+    (
+      'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, '
+      '1:2]\n  col["oracle_bf_placebo_gated"]'
+    ),
+    (
+      'plc = q["lp_y"][:, 2 : 2 + N] - q["lp_y"][:, '
+      ':1]\n  col["oracle_bf_placebo_gated"]'
+    ),
     ["test_choose_contexts"],
     "placebo gate measured against no memory instead of the placebo note",
   ),
@@ -128,8 +138,14 @@ MUTATIONS = (
   M(
     "bayes_memory",
     "jaxpapers.bayes_memory._evaluate",
-    'out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] - out["accuracy_gold_turn_ci"]',
-    'out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] + out["accuracy_gold_turn_ci"]',
+    (
+      'out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] - '
+      'out["accuracy_gold_turn_ci"]'
+    ),
+    (
+      'out["accuracy_gold_turn_lo"] = out["accuracy_gold_turn"] + '
+      'out["accuracy_gold_turn_ci"]'
+    ),
     ["test_gold_turn_accuracy_reads_the_gold_column_of_preference_questions"],
     "reader precondition reads the upper end of the gold-turn interval",
   ),
@@ -145,19 +161,31 @@ MUTATIONS = (
     "bayes_memory",
     "jaxpapers.bayes_memory._evaluate",
     'out["best_retriever_accuracy"] = out["accuracy"][out["best_retriever"]]',
-    'out["best_retriever_accuracy"] = min(out["accuracy"][m] for m in BASELINE_RETRIEVERS)',
+    (
+      'out["best_retriever_accuracy"] = min(out["accuracy"][m] for m in '
+      "BASELINE_RETRIEVERS)"
+    ),
     ["test_best_retriever_accuracy_is_shown_beside_the_gain"],
     "the displayed retriever accuracy is the worst retriever's",
   ),
   M(
     "bayes_memory",
     "jaxpapers.bayes_memory._evaluate",
-    'out["best_retriever"] = max(BASELINE_RETRIEVERS, key=lambda m: out["accuracy"][m])',
-    'out["best_retriever"] = min(BASELINE_RETRIEVERS, key=lambda m: out["accuracy"][m])',
-    ["test_gain_against_best_retriever", "test_best_retriever_accuracy_is_shown_beside_the_gain"],
+    (
+      'out["best_retriever"] = max(BASELINE_RETRIEVERS, key=lambda m: '
+      'out["accuracy"][m])'
+    ),
+    (
+      'out["best_retriever"] = min(BASELINE_RETRIEVERS, key=lambda m: '
+      'out["accuracy"][m])'
+    ),
+    [
+      "test_gain_against_best_retriever",
+      "test_best_retriever_accuracy_is_shown_beside_the_gain",
+    ],
     "the named best retriever is the worst one",
   ),
-  # ---------------------------------------------------------------- dense_limits
+  # --------------------------------------------------------------- dense_limits
   M(
     "dense_limits",
     "train",
@@ -201,16 +229,31 @@ MUTATIONS = (
   M(
     "dense_limits",
     "train",
-    'blk["dense_gain_decades"] = float(np.log10(trivial / max(widest[dense], 1e-12)))',
-    'blk["dense_gain_decades"] = float(np.log(trivial / max(widest[dense], 1e-12)))',
+    (
+      'blk["dense_gain_decades"] = float(np.log10(trivial / '
+      "max(widest[dense], 1e-12)))"
+    ),
+    (
+      'blk["dense_gain_decades"] = float(np.log(trivial / max(widest[dense], '
+      "1e-12)))"
+    ),
     ["test_task_derived"],
-    "dense net's gain over the constant predictor in ln instead of log10 (decades)",
+    (
+      "dense net's gain over the constant predictor in ln instead of log10 "
+      "(decades)"
+    ),
   ),
   M(
     "dense_limits",
     "train",
-    'blk["dense_gain_decades"] = float(np.log10(trivial / max(widest[dense], 1e-12)))',
-    'blk["dense_gain_decades"] = float(np.log10(max(widest[dense], 1e-12) / trivial))',
+    (
+      'blk["dense_gain_decades"] = float(np.log10(trivial / '
+      "max(widest[dense], 1e-12)))"
+    ),
+    (
+      'blk["dense_gain_decades"] = float(np.log10(max(widest[dense], '
+      "1e-12) / trivial))"
+    ),
     ["test_task_derived"],
     "dense net's gain over the constant predictor inverted",
   ),
@@ -265,8 +308,14 @@ MUTATIONS = (
   M(
     "dense_limits",
     "train",
-    'c["cut_over_svd_kmax"] = c["cut_err_kmax"] / max(c["svd_err_kmax"], 1e-12)',
-    'c["cut_over_svd_kmax"] = c["svd_err_kmax"] / max(c["cut_err_kmax"], 1e-12)',
+    (
+      'c["cut_over_svd_kmax"] = c["cut_err_kmax"] / max(c["svd_err_kmax"], '
+      "1e-12)"
+    ),
+    (
+      'c["cut_over_svd_kmax"] = c["svd_err_kmax"] / max(c["cut_err_kmax"], '
+      "1e-12)"
+    ),
     ["test_compression_derived"],
     "cut / SVD ratio inverted",
   ),
@@ -290,8 +339,14 @@ MUTATIONS = (
   M(
     "cs_clip",
     "evaluate",
-    'put("cs_ht_relation", item_seed_interval(x(wi, "cs_ft", "ht_relation"), n_boot=n_boot))',
-    'put("cs_ht_relation", item_seed_interval(x(wi, "clip_ft", "ht_relation"), n_boot=n_boot))',
+    (
+      'put("cs_ht_relation", item_seed_interval(x(wi, "cs_ft", '
+      '"ht_relation"), n_boot=n_boot))'
+    ),
+    (
+      'put("cs_ht_relation", item_seed_interval(x(wi, "clip_ft", '
+      '"ht_relation"), n_boot=n_boot))'
+    ),
     ["test_the_cs_models_own_accuracy_for_the_chance_guard"],
     "the chance guard reads the control's accuracy instead of the CS model's",
   ),
@@ -308,7 +363,10 @@ MUTATIONS = (
     "evaluate",
     'return sorted(rs, key=lambda r: r["seed"])',
     "return sorted(rs, key=lambda r: 0)",
-    ["test_summarize_and_items_order_every_model_by_seed", "test_derived_metrics"],
+    [
+      "test_summarize_and_items_order_every_model_by_seed",
+      "test_derived_metrics",
+    ],
     "runs not ordered by seed (pairs broken)",
   ),
   M(
@@ -338,15 +396,24 @@ MUTATIONS = (
   M(
     "cs_clip",
     "jaxpapers.cs_clip._stats",
-    "boot = core_stats.paired_bootstrap(a.mean(0), b.mean(0), n_resamples=n_boot, seed=seed)",
-    "boot = core_stats.paired_bootstrap(a.mean(1), b.mean(1), n_resamples=n_boot, seed=seed)",
+    (
+      "boot = core_stats.paired_bootstrap(a.mean(0), b.mean(0), "
+      "n_resamples=n_boot, seed=seed)"
+    ),
+    (
+      "boot = core_stats.paired_bootstrap(a.mean(1), b.mean(1), "
+      "n_resamples=n_boot, seed=seed)"
+    ),
     ["test_item_interval_when_only_items_vary"],
     "bootstrap over seeds instead of items (axes swapped)",
   ),
   M(
     "cs_clip",
     "jaxpapers.cs_clip._stats",
-    "seed_h = float(core_stats.paired_difference(a.mean(1), b.mean(1)).half_width)",
+    (
+      "seed_h = float(core_stats.paired_difference(a.mean(1), "
+      "b.mean(1)).half_width)"
+    ),
     "seed_h = float(core_stats.t_interval(a.mean(1)).half_width)",
     ["test_item_interval_takes_the_wider_noise"],
     "seed interval of the method alone instead of the paired difference",
@@ -370,7 +437,10 @@ MUTATIONS = (
   M(
     "cs_clip",
     "evaluate",
-    '0.5 * (seeds_by_items(packed, "r1_i2t", n) + seeds_by_items(packed, "r1_t2i", n))',
+    (
+      '0.5 * (seeds_by_items(packed, "r1_i2t", n) + seeds_by_items(packed, '
+      '"r1_t2i", n))'
+    ),
     'seeds_by_items(packed, "r1_i2t", n)',
     ["test_r1_items_are_the_mean_of_both_directions"],
     "R@1 per scene from image->text only",
@@ -395,8 +465,14 @@ MUTATIONS = (
   M(
     "denseam",
     "jaxpapers.denseam._summary",
-    'return float(e.max() / e.min()) if np.all(np.isfinite(e)) else float("inf")',
-    'return float(e.min() / e.max()) if np.all(np.isfinite(e)) else float("inf")',
+    (
+      "return float(e.max() / e.min()) if np.all(np.isfinite(e)) else "
+      'float("inf")'
+    ),
+    (
+      "return float(e.min() / e.max()) if np.all(np.isfinite(e)) else "
+      'float("inf")'
+    ),
     ["test_setting_summary"],
     "eta* spread min / max instead of max / min",
   ),
@@ -438,21 +514,36 @@ MUTATIONS = (
     "r = stats.log_ratio_interval(a, b)\n  return {",
     "r = stats.log_ratio_interval(np.exp(a), np.exp(b))\n  return {",
     ["test_log_drift"],
-    "drift on the linear scale (a difference of optima) instead of the log-ratio",
+    (
+      "drift on the linear scale (a difference of optima) instead of the "
+      "log-ratio"
+    ),
   ),
   M(
     "denseam",
     "jaxpapers.denseam._summary",
-    "unbracketed = (seed_i == 0) | (seed_i == len(lrs) - 1) | ~np.isfinite(best_seed)",
-    "unbracketed = (seed_i == 0) | (seed_i == len(lrs)) | ~np.isfinite(best_seed)",
+    (
+      "unbracketed = (seed_i == 0) | (seed_i == len(lrs) - 1) | "
+      "~np.isfinite(best_seed)"
+    ),
+    (
+      "unbracketed = (seed_i == 0) | (seed_i == len(lrs)) | "
+      "~np.isfinite(best_seed)"
+    ),
     ["test_summary_edges_learning_and_drift"],
     "an optimum on the grid's upper edge counted as bracketed (off by one)",
   ),
   M(
     "denseam",
     "jaxpapers.denseam._summary",
-    "learns = bool(np.all(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) < math.log(10))))",
-    "learns = bool(np.any(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) < math.log(10))))",
+    (
+      "learns = bool(np.all(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) "
+      "< math.log(10))))"
+    ),
+    (
+      "learns = bool(np.any(np.isfinite(mean.min(axis=1)) & (mean.min(axis=1) "
+      "< math.log(10))))"
+    ),
     ["test_summary_edges_learning_and_drift"],
     "a setting that learns at one width counted as learning at every width",
   ),
@@ -464,7 +555,10 @@ MUTATIONS = (
     """    if False:
       absd = float("inf")""",
     ["test_derived_metrics"],
-    "a setting that does not learn gets a finite drift (a vacuous control passes)",
+    (
+      "a setting that does not learn gets a finite drift (a vacuous control "
+      "passes)"
+    ),
   ),
   M(
     "denseam",
@@ -494,7 +588,10 @@ MUTATIONS = (
   M(
     "dual_rate",
     "evaluate",
-    'out["floor_is_heldout"] = float(heldout is not None and fl.get("splits") == heldout)',
+    (
+      'out["floor_is_heldout"] = float(heldout is not None and '
+      'fl.get("splits") == heldout)'
+    ),
     'out["floor_is_heldout"] = float(fl.get("reference") == "heldout")',
     ["test_floor_is_heldout"],
     "a held-out floor of another size than the samples accepted",
@@ -526,16 +623,28 @@ MUTATIONS = (
   M(
     "dual_rate",
     "jaxpapers.dual_rate._quality",
-    '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / cd["mflops_per_sample"])',
-    '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / cb["mflops_per_sample"])',
+    (
+      '"flop_reduction_at_matched_quality": (cb["mflops_per_sample"] / '
+      'cd["mflops_per_sample"])'
+    ),
+    (
+      '"flop_reduction_at_matched_quality": (cd["mflops_per_sample"] / '
+      'cb["mflops_per_sample"])'
+    ),
     ["test_headline_matched_quality", "test_derived_metrics"],
     "FLOP reduction inverted",
   ),
   M(
     "dual_rate",
     "jaxpapers.dual_rate._quality",
-    'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) > 1)',
-    'cd = cheapest(lambda r: r["method"] in dual_methods and (r["interval_K"] or 0) >= 1)',
+    (
+      'cd = cheapest(lambda r: r["method"] in dual_methods and '
+      '(r["interval_K"] or 0) > 1)'
+    ),
+    (
+      'cd = cheapest(lambda r: r["method"] in dual_methods and '
+      '(r["interval_K"] or 0) >= 1)'
+    ),
     ["test_headline_ignores_dual_rate_k1"],
     "dual-rate K = 1 allowed to meet the target",
   ),
@@ -571,7 +680,7 @@ MUTATIONS = (
     ["test_aggregate_rows_over_training_seeds"],
     "training-seed std replaced by the mean sampling std",
   ),
-  # ---------------------------------------------------------------- evidence_coverage
+  # ---------------------------------------------------------- evidence_coverage
   M(
     "evidence_coverage",
     "jaxpapers.evidence_coverage._budget",
@@ -594,7 +703,10 @@ MUTATIONS = (
     "gc = [c for c in cells if _gain(c, r) >= min_gain]",
     "gc = list(cells)",
     ["test_derived_metrics"],
-    "claim fractions over every cell instead of those where retrieval helps the reader",
+    (
+      "claim fractions over every cell instead of those where retrieval helps "
+      "the reader"
+    ),
   ),
   M(
     "evidence_coverage",
@@ -623,15 +735,24 @@ MUTATIONS = (
   M(
     "evidence_coverage",
     "evaluate",
-    'dec_o = [E.decoupled(c[r]["oracle"]["acc"], c["recall"], **tols) for c in gc]',
-    'dec_o = [E.decoupled(c[r]["retrieved"]["acc"], c["recall"], **tols) for c in gc]',
+    (
+      'dec_o = [E.decoupled(c[r]["oracle"]["acc"], c["recall"], '
+      "**tols) for c in gc]"
+    ),
+    (
+      'dec_o = [E.decoupled(c[r]["retrieved"]["acc"], c["recall"], '
+      "**tols) for c in gc]"
+    ),
     ["test_derived_metrics"],
     "oracle control computed on the retrieved curve",
   ),
   M(
     "evidence_coverage",
     "evaluate",
-    'kept = [(max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / _gain(c, r) for c in gc]',
+    (
+      'kept = [(max(c[r][ctrl]["acc"]) - c["prior"]["acc"]) / _gain(c, '
+      "r) for c in gc]"
+    ),
     'kept = [max(c[r][ctrl]["acc"]) / _gain(c, r) for c in gc]',
     ["test_derived_metrics"],
     "control gain without subtracting the prior-only accuracy",
@@ -664,16 +785,28 @@ MUTATIONS = (
   M(
     "flashssm3d",
     "evaluate",
-    'gap = min(_gain(ev["vs_gt"][k], t[k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
-    'gap = min(_gain(t[k], ev["vs_gt"][k], dr) / m + 1.0 for k, dr, m in CLAIM_METRICS)',
+    (
+      'gap = min(_gain(ev["vs_gt"][k], t[k], dr) / m + 1.0 for k, dr, '
+      "m in CLAIM_METRICS)"
+    ),
+    (
+      'gap = min(_gain(t[k], ev["vs_gt"][k], dr) / m + 1.0 for k, dr, '
+      "m in CLAIM_METRICS)"
+    ),
     ["test_derived_metrics"],
     "teacher over student instead of student over teacher",
   ),
   M(
     "flashssm3d",
     "evaluate",
-    "return float(np.mean([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
-    "return float(np.median([_gain(a[k], b[k], d) / m for k, d, m in CLAIM_METRICS]))",
+    (
+      "return float(np.mean([_gain(a[k], b[k], d) / m for k, d, "
+      "m in CLAIM_METRICS]))"
+    ),
+    (
+      "return float(np.median([_gain(a[k], b[k], d) / m for k, d, "
+      "m in CLAIM_METRICS]))"
+    ),
     ["test_derived_metrics", "test_scan_order_derived"],
     "median instead of the mean over the metrics",
   ),
@@ -704,8 +837,14 @@ MUTATIONS = (
   M(
     "flashssm3d",
     "scaling",
-    'out["derived/ssm_minus_attention_exponent"] = a["time_exponent"] - b["time_exponent"]',
-    'out["derived/ssm_minus_attention_exponent"] = b["time_exponent"] - a["time_exponent"]',
+    (
+      'out["derived/ssm_minus_attention_exponent"] = a["time_exponent"] - '
+      'b["time_exponent"]'
+    ),
+    (
+      'out["derived/ssm_minus_attention_exponent"] = b["time_exponent"] - '
+      'a["time_exponent"]'
+    ),
     ["test_scaling_metrics"],
     "attention minus SSM exponent",
   ),
@@ -721,7 +860,10 @@ MUTATIONS = (
   M(
     "goskills",
     "train",
-    'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, "steps", sign=-1.0)',
+    (
+      'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, '
+      '"steps", sign=-1.0)'
+    ),
     'pair(f"steps_saving_vs_gos_B{bh}", "goskills", "gos_bundle", bh, "steps")',
     ["test_derived_metrics"],
     "steps saved with the sign flipped",
@@ -769,8 +911,14 @@ MUTATIONS = (
   M(
     "goskills",
     "train",
-    'pair(f"cov_gain_vs_flat_bottleneck_B{bs}", "goskills", "flat_bottleneck", bs, "coverage")',
-    'pair(f"cov_gain_vs_flat_bottleneck_B{bs}", "goskills", "flat", bs, "coverage")',
+    (
+      'pair(f"cov_gain_vs_flat_bottleneck_B{bs}", "goskills", '
+      '"flat_bottleneck", bs, "coverage")'
+    ),
+    (
+      'pair(f"cov_gain_vs_flat_bottleneck_B{bs}", "goskills", "flat", bs, '
+      '"coverage")'
+    ),
     ["test_derived_metrics"],
     "coverage claim judged against plain flat instead of the matched control",
   ),
@@ -785,8 +933,14 @@ MUTATIONS = (
   M(
     "goskills",
     "train",
-    'pair(f"roles_success_gain_vs_start_only_B{bh}", "goskills", "start_only", bh, "success")',
-    'pair(f"roles_success_gain_vs_start_only_B{bh}", "goskills", "no_roles", bh, "success")',
+    (
+      'pair(f"roles_success_gain_vs_start_only_B{bh}", "goskills", '
+      '"start_only", bh, "success")'
+    ),
+    (
+      'pair(f"roles_success_gain_vs_start_only_B{bh}", "goskills", '
+      '"no_roles", bh, "success")'
+    ),
     ["test_derived_metrics"],
     "roles judged against the score-order list that also loses START",
   ),
@@ -874,15 +1028,24 @@ MUTATIONS = (
   M(
     "lanr",
     "evaluate",
-    'out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr[multi].mean() - bm[multi].mean())',
-    'out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr.mean() - bm[multi].mean())',
+    (
+      'out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr[multi].mean() - '
+      "bm[multi].mean())"
+    ),
+    (
+      'out[f"{f}_minus_bm25_iter_multihop_recall"] = float(fr.mean() - '
+      "bm[multi].mean())"
+    ),
     ["test_claim_values"],
     "frozen-cosine control over every question instead of the multi-hop ones",
   ),
   M(
     "lanr",
     "jaxpapers.lanr._stats",
-    "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp) * same",
+    (
+      "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, "
+      "comp) * same"
+    ),
     "comp = np.where(score[pos][:, None] == score[neg][None, :], 0.5, comp)",
     ["test_auroc_ci_pairs_strata_and_group_bootstrap"],
     "same-documents AUROC counts pairs across strata",
@@ -890,7 +1053,10 @@ MUTATIONS = (
   M(
     "lanr",
     "jaxpapers.lanr._stats",
-    "w = np.stack([np.bincount(r.astype(np.int64), minlength=G) for r in np.maximum(rows, 0)])",
+    (
+      "w = np.stack([np.bincount(r.astype(np.int64), "
+      "minlength=G) for r in np.maximum(rows, 0)])"
+    ),
     "w = np.ones((rows.shape[0], G))",
     ["test_auroc_ci_pairs_strata_and_group_bootstrap"],
     "AUROC bootstrap ignores which questions were drawn",
@@ -898,24 +1064,45 @@ MUTATIONS = (
   M(
     "lanr",
     "jaxpapers.lanr._eval",
-    'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 0)].mean())}',
-    'return {"all": float(hit[has].mean()), "hop1": float(hit[has & (t == 1)].mean())}',
+    (
+      'return {"all": float(hit[has].mean()), "hop1": '
+      "float(hit[has & (t == 0)].mean())}"
+    ),
+    (
+      'return {"all": float(hit[has].mean()), "hop1": '
+      "float(hit[has & (t == 1)].mean())}"
+    ),
     ["test_next_hop_accuracy"],
     "first-hop accuracy read at the second hop (off by one)",
   ),
   M(
     "lanr",
     "evaluate",
-    'return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float)[mask])))',
-    'return max(names, key=lambda k: float(np.mean(np.asarray(ref[k]["recall"], float))))',
+    (
+      "return max(names, key=lambda k: "
+      'float(np.mean(np.asarray(ref[k]["recall"], float)[mask])))'
+    ),
+    (
+      "return max(names, key=lambda k: "
+      'float(np.mean(np.asarray(ref[k]["recall"], float))))'
+    ),
     ["test_better_on_compares_the_masked_questions"],
-    "stronger lexical pipeline chosen on every question instead of the multi-hop ones",
+    (
+      "stronger lexical pipeline chosen on every question instead of the "
+      "multi-hop ones"
+    ),
   ),
   M(
     "lanr",
     "evaluate",
-    "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, t_max) for h in hops]",
-    "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, h) for h in hops]",
+    (
+      "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, "
+      "t_max) for h in hops]"
+    ),
+    (
+      "rnd = [math.comb(n_docs - h, t_max - h) / math.comb(n_docs, "
+      "h) for h in hops]"
+    ),
     ["test_reference_metrics"],
     "random-documents recall with the wrong binomial denominator",
   ),
@@ -934,7 +1121,10 @@ MUTATIONS = (
     '  "dense",\n  "standard",\n  "dense_flat",',
     '  "standard",\n  "dense_flat",',
     ["test_the_strongest_system_may_be_a_stage_or_an_ablation"],
-    "the dense first stage left out of the systems reasoning mode is compared with",
+    (
+      "the dense first stage left out of the systems reasoning mode is "
+      "compared with"
+    ),
   ),
   M(
     "leansearch",
@@ -947,16 +1137,28 @@ MUTATIONS = (
   M(
     "leansearch",
     "evaluate",
-    'return ("flat", system.removesuffix("_flat")) if system.endswith("_flat") else ("hier", system)',
-    'return ("hier", system.removesuffix("_flat")) if system.endswith("_flat") else ("hier", system)',
+    (
+      'return ("flat", system.removesuffix("_flat")) if '
+      'system.endswith("_flat") else ("hier", system)'
+    ),
+    (
+      'return ("hier", system.removesuffix("_flat")) if '
+      'system.endswith("_flat") else ("hier", system)'
+    ),
     ["test_premise_recall_reads_the_named_variant"],
     "flat-text ablations read from the hierarchical runs",
   ),
   M(
     "leansearch",
     "evaluate",
-    'np.subtract(c["hier"]["single"][s]["ndcg"], c["flat"]["single"][s]["ndcg"])',
-    'np.subtract(c["flat"]["single"][s]["ndcg"], c["hier"]["single"][s]["ndcg"])',
+    (
+      'np.subtract(c["hier"]["single"][s]["ndcg"], '
+      'c["flat"]["single"][s]["ndcg"])'
+    ),
+    (
+      'np.subtract(c["flat"]["single"][s]["ndcg"], '
+      'c["hier"]["single"][s]["ndcg"])'
+    ),
     ["test_derived_metrics"],
     "flat minus hierarchical instead of hierarchical minus flat",
   ),
@@ -966,21 +1168,36 @@ MUTATIONS = (
     "means = {b: float(r.mean()) for b, r in recall.items()}",
     "means = {b: float(np.median(r)) for b, r in recall.items()}",
     ["test_derived_metrics"],
-    "strongest system chosen by its median instead of its mean over all queries",
+    (
+      "strongest system chosen by its median instead of its mean over all "
+      "queries"
+    ),
   ),
   M(
     "leansearch",
     "evaluate",
-    'return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else float("nan")',
-    'return float(1.96 * x.std(ddof=1) / len(x)) if len(x) > 1 else float("nan")',
+    (
+      "return float(1.96 * x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 "
+      'else float("nan")'
+    ),
+    (
+      "return float(1.96 * x.std(ddof=1) / len(x)) if len(x) > 1 else "
+      'float("nan")'
+    ),
     ["test_ci_is_normal_half_width", "test_derived_metrics"],
     "interval divided by n instead of sqrt(n)",
   ),
   M(
     "leansearch",
     "jaxpapers.leansearch._benchmark",
-    's = np.where(valid, scores, -np.inf)\n  return np.argsort(-s, axis=1, kind="stable")',
-    's = np.where(valid, scores, -np.inf)\n  return np.argsort(s, axis=1, kind="stable")',
+    (
+      "s = np.where(valid, scores, -np.inf)\n  return np.argsort(-s, axis=1, "
+      'kind="stable")'
+    ),
+    (
+      "s = np.where(valid, scores, -np.inf)\n  return np.argsort(s, axis=1, "
+      'kind="stable")'
+    ),
     ["test_rank_by_scores_best_first"],
     "ranking worst-first",
   ),
@@ -1012,8 +1229,16 @@ MUTATIONS = (
   M(
     "locos",
     "jaxpapers.locos._collapse",
-    "below = curve <= 0.5 * np.asarray(baseline, np.float64)\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
-    "below = curve < 0.5 * np.asarray(baseline, np.float64)\n  return np.where(below.any(0), below.argmax(0), curve.shape[0])",
+    (
+      "below = curve <= 0.5 * np.asarray(baseline, "
+      "np.float64)\n  return np.where(below.any(0), below.argmax(0), "
+      "curve.shape[0])"
+    ),
+    (
+      "below = curve < 0.5 * np.asarray(baseline, "
+      "np.float64)\n  return np.where(below.any(0), below.argmax(0), "
+      "curve.shape[0])"
+    ),
     ["test_collapse_index", "test_advantage"],
     "collapse index misses a score exactly at half the baseline",
   ),
@@ -1028,8 +1253,14 @@ MUTATIONS = (
   M(
     "locos",
     "evaluate",
-    'rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
-    'rec["collapse_k_advantage"] = max(att) - (ck["locos"] if ck["locos"] is not None else beyond)',
+    (
+      'rec["collapse_k_advantage"] = min(att) - (ck["locos"] if ck["locos"] '
+      "is not None else beyond)"
+    ),
+    (
+      'rec["collapse_k_advantage"] = max(att) - (ck["locos"] if ck["locos"] '
+      "is not None else beyond)"
+    ),
     ["test_derived_metrics"],
     "toy advantage over the weakest attention detector",
   ),
@@ -1071,7 +1302,10 @@ MUTATIONS = (
     "i = max(fit, key=lambda j: ks[j])",
     "i = min(fit, key=lambda j: ks[j])",
     ["test_random_guards"],
-    "smallest k of the grid instead of the largest within the paper's share of heads",
+    (
+      "smallest k of the grid instead of the largest within the paper's share "
+      "of heads"
+    ),
   ),
   M(
     "locos",
@@ -1084,8 +1318,14 @@ MUTATIONS = (
   M(
     "locos",
     "needle",
-    "bi = core.paired_bootstrap(arm[a], arm[b], n_resamples=num_resamples, seed=seed)",
-    "bi = core.paired_bootstrap(arm[b], arm[a], n_resamples=num_resamples, seed=seed)",
+    (
+      "bi = core.paired_bootstrap(arm[a], arm[b], n_resamples=num_resamples, "
+      "seed=seed)"
+    ),
+    (
+      "bi = core.paired_bootstrap(arm[b], arm[a], n_resamples=num_resamples, "
+      "seed=seed)"
+    ),
     ["test_paired_needle"],
     "long-context paired difference taken the wrong way round",
   ),
@@ -1174,8 +1414,14 @@ MUTATIONS = (
   M(
     "margins",
     "jaxpapers.margins._dimensions",
-    "return float(np.polyfit(np.log10(n), np.log(np.asarray(dims, np.float64)), 1)[0])",
-    "return float(np.polyfit(np.log(n), np.log(np.asarray(dims, np.float64)), 1)[0])",
+    (
+      "return float(np.polyfit(np.log10(n), np.log(np.asarray(dims, "
+      "np.float64)), 1)[0])"
+    ),
+    (
+      "return float(np.polyfit(np.log(n), np.log(np.asarray(dims, "
+      "np.float64)), 1)[0])"
+    ),
     ["test_slope_is_ln_d_on_log10_n", "test_dimension_growth"],
     "growth slope on ln N instead of log10 N",
   ),
@@ -1263,15 +1509,24 @@ MUTATIONS = (
   M(
     "mlaire",
     "jaxpapers.mlaire._agreement",
-    'out["ci"] = max(out["spearman"] - lo, hi - out["spearman"]) if ok else nan',
-    'out["ci"] = min(out["spearman"] - lo, hi - out["spearman"]) if ok else nan',
+    (
+      'out["ci"] = max(out["spearman"] - lo, hi - out["spearman"]) if ok else '
+      "nan"
+    ),
+    (
+      'out["ci"] = min(out["spearman"] - lo, hi - out["spearman"]) if ok else '
+      "nan"
+    ),
     ["test_rank_agreement"],
     "the shorter side of an asymmetric bootstrap interval taken as the noise",
   ),
   M(
     "mlaire",
     "jaxpapers.mlaire._summary",
-    'names = [r for r in runs[0]["per_query"][v] if r not in TRIVIAL_RETRIEVERS]',
+    (
+      'names = [r for r in runs[0]["per_query"][v] if r not in '
+      "TRIVIAL_RETRIEVERS]"
+    ),
     'names = list(runs[0]["per_query"][v])',
     ["test_agreement_metrics"],
     "trivial retrievers ranked with the real ones",
@@ -1279,7 +1534,10 @@ MUTATIONS = (
   M(
     "mlaire",
     "jaxpapers.mlaire._summary",
-    'vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items() if r not in TRIVIAL_RETRIEVERS]',
+    (
+      'vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items() if r '
+      "not in TRIVIAL_RETRIEVERS]"
+    ),
     'vals = [c["lpr_strict"]["mean"] for r, c in summary[pool].items()]',
     ["test_lpr_range"],
     "preference range includes the trivial retrievers",
@@ -1339,7 +1597,10 @@ MUTATIONS = (
     'out[f"misalignment_z_{pool}_shuffled"] = float(np.median(zs))',
     'out[f"misalignment_z_{pool}_shuffled"] = float(np.max(zs))',
     ["test_shuffled_label_control_is_the_median_over_shuffles"],
-    "shuffled-label control from the most extreme shuffle instead of the median",
+    (
+      "shuffled-label control from the most extreme shuffle instead of the "
+      "median"
+    ),
   ),
   M(
     "msretrieval",
@@ -1363,14 +1624,20 @@ MUTATIONS = (
     'for part, prefix in (("dedup", "toy_"), ("raw", "toy_raw_")):',
     'for part, prefix in (("raw", "toy_"), ("dedup", "toy_raw_")):',
     ["test_derived_metrics"],
-    "toy regret claim read from the problems with ties instead of the deduplicated ones",
+    (
+      "toy regret claim read from the problems with ties instead of the "
+      "deduplicated ones"
+    ),
   ),
   M(
     "msretrieval",
     "jaxpapers.msretrieval._toy",
     "return ma - mb, float(np.hypot(ha, hb))",
     "return ma - mb, float(ha + hb)",
-    ["test_mean_ci_and_difference_of_independent_means", "test_toy_set_summary"],
+    [
+      "test_mean_ci_and_difference_of_independent_means",
+      "test_toy_set_summary",
+    ],
     "half-width of a difference of independent means added linearly",
   ),
   M(
@@ -1400,8 +1667,14 @@ MUTATIONS = (
   M(
     "msretrieval",
     "evaluate",
-    'trivial = max(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
-    'trivial = min(base["random"][pool]["hr/random@1"], base["prior"][pool]["hr/cosine@1"])',
+    (
+      'trivial = max(base["random"][pool]["hr/random@1"], '
+      'base["prior"][pool]["hr/cosine@1"])'
+    ),
+    (
+      'trivial = min(base["random"][pool]["hr/random@1"], '
+      'base["prior"][pool]["hr/cosine@1"])'
+    ),
     ["test_derived_metrics"],
     "method compared with the weaker trivial predictor",
   ),
@@ -1416,8 +1689,14 @@ MUTATIONS = (
   M(
     "msretrieval",
     "evaluate",
-    "signs = [1 if pos[x] < pos[y] else -1 for i, x in enumerate(a) for y in a[i + 1 :]]",
-    "signs = [1 if pos[x] > pos[y] else -1 for i, x in enumerate(a) for y in a[i + 1 :]]",
+    (
+      "signs = [1 if pos[x] < pos[y] else -1 for i, "
+      "x in enumerate(a) for y in a[i + 1 :]]"
+    ),
+    (
+      "signs = [1 if pos[x] > pos[y] else -1 for i, "
+      "x in enumerate(a) for y in a[i + 1 :]]"
+    ),
     ["test_kendall", "test_derived_metrics"],
     "Kendall tau with concordant and discordant swapped",
   ),
@@ -1425,8 +1704,14 @@ MUTATIONS = (
   M(
     "panda",
     "train",
-    "ci95 = lambda v: float(1.96 * np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) >= 2 else None",
-    "ci95 = lambda v: float(1.96 * np.std(v) / np.sqrt(len(v))) if len(v) >= 2 else None",
+    (
+      "ci95 = lambda v: float(1.96 * np.std(v, ddof=1) / np.sqrt(len(v))) if "
+      "len(v) >= 2 else None"
+    ),
+    (
+      "ci95 = lambda v: float(1.96 * np.std(v) / np.sqrt(len(v))) if len(v) "
+      ">= 2 else None"
+    ),
     ["test_derived_metrics"],
     "headline interval from the population std",
   ),
@@ -1441,8 +1726,14 @@ MUTATIONS = (
   M(
     "panda",
     "train",
-    'deltas = {p: cells[f"{p}|panda"]["test_mean"] - cells[f"{p}|vanilla"]["test_mean"] for p in both}',
-    'deltas = {p: cells[f"{p}|vanilla"]["test_mean"] - cells[f"{p}|panda"]["test_mean"] for p in both}',
+    (
+      'deltas = {p: cells[f"{p}|panda"]["test_mean"] - '
+      'cells[f"{p}|vanilla"]["test_mean"] for p in both}'
+    ),
+    (
+      'deltas = {p: cells[f"{p}|vanilla"]["test_mean"] - '
+      'cells[f"{p}|panda"]["test_mean"] for p in both}'
+    ),
     ["test_improvement"],
     "vanilla minus PANDA in the headline",
   ),
@@ -1482,8 +1773,14 @@ MUTATIONS = (
   M(
     "soda",
     "jaxpapers.soda._study",
-    'return min(cand, key=lambda r: r["metric"] if math.isfinite(r["metric"]) else math.inf)',
-    'return max(cand, key=lambda r: r["metric"] if math.isfinite(r["metric"]) else math.inf)',
+    (
+      'return min(cand, key=lambda r: r["metric"] if '
+      'math.isfinite(r["metric"]) else math.inf)'
+    ),
+    (
+      'return max(cand, key=lambda r: r["metric"] if '
+      'math.isfinite(r["metric"]) else math.inf)'
+    ),
     ["test_best", "test_claims_per_horizon"],
     "best run is the worst",
   ),
@@ -1501,7 +1798,10 @@ MUTATIONS = (
     "blocks[hits[0] if hits else suffixes[0]].append((family, hp))",
     "blocks[hits[0] if hits else suffixes[-1]].append((family, hp))",
     ["test_cell_blocks"],
-    "a family no stage names trained in the last stage's cell, not the first run's",
+    (
+      "a family no stage names trained in the last stage's cell, "
+      "not the first run's"
+    ),
   ),
   M(
     "soda",
@@ -1514,8 +1814,14 @@ MUTATIONS = (
   M(
     "soda",
     "evaluate",
-    'out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for c in cs)',
-    'out[f"{task}_{base}_worst_gap_in_std"] = max(c["gap_in_seed_std"] for c in cs)',
+    (
+      'out[f"{task}_{base}_worst_gap_in_std"] = min(c["gap_in_seed_std"] for '
+      "c in cs)"
+    ),
+    (
+      'out[f"{task}_{base}_worst_gap_in_std"] = max(c["gap_in_seed_std"] for '
+      "c in cs)"
+    ),
     ["test_derived_metrics"],
     "best horizon's gap instead of the worst",
   ),
@@ -1578,8 +1884,14 @@ MUTATIONS = (
   M(
     "soda",
     "evaluate",
-    'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 0]',
-    'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if by_t[t]["at_edge"] > 1]',
+    (
+      'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if '
+      'by_t[t]["at_edge"] > 0]'
+    ),
+    (
+      'out[f"{task}_{base}_horizons_at_edge"] = [int(t) for t in ts if '
+      'by_t[t]["at_edge"] > 1]'
+    ),
     ["test_derived_edge_horizons"],
     "a horizon with one optimum at an edge not reported",
   ),
@@ -1620,8 +1932,14 @@ MUTATIONS = (
   M(
     "sscl",
     "evaluate",
-    'singles = np.maximum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
-    'singles = np.minimum(summary["cisc_only"]["miou"], summary["sgsr_only"]["miou"])',
+    (
+      'singles = np.maximum(summary["cisc_only"]["miou"], '
+      'summary["sgsr_only"]["miou"])'
+    ),
+    (
+      'singles = np.minimum(summary["cisc_only"]["miou"], '
+      'summary["sgsr_only"]["miou"])'
+    ),
     ["test_derived_metrics"],
     "SSCL against the worse single objective",
   ),
@@ -1636,7 +1954,10 @@ MUTATIONS = (
   M(
     "sscl",
     "evaluate",
-    'rs = sorted([r for r in grid["finetune"] if r["arm"] == a], key=lambda r: r["seed"])',
+    (
+      'rs = sorted([r for r in grid["finetune"] if r["arm"] == a], '
+      'key=lambda r: r["seed"])'
+    ),
     'rs = [r for r in grid["finetune"] if r["arm"] == a]',
     ["test_summarize_orders_by_seed", "test_derived_metrics"],
     "arms not ordered by seed (pairs broken)",
@@ -1669,7 +1990,10 @@ MUTATIONS = (
     "sscl",
     "evaluate",
     'table[name] = {"miou": [r["evals"][f"miou_{name}"] for r in pre]}',
-    'table[name] = {"miou": [r["evals"][f"miou_{name}".replace("_placebo", "")] for r in pre]}',
+    (
+      'table[name] = {"miou": [r["evals"][f"miou_{name}".replace("_placebo", '
+      '"")] for r in pre]}'
+    ),
     ["test_probes_and_placebo_are_read_per_seed"],
     "placebo control read from the real refinement",
   ),
@@ -1689,7 +2013,7 @@ MUTATIONS = (
     ["test_derived_metrics"],
     "keep-only precondition read from the seed mean, not the worst seed",
   ),
-  # ---------------------------------------------------------------- core (shared noise)
+  # -------------------------------------------------------- core (shared noise)
   M(
     "core",
     "jaxpapers.core.report",
@@ -1714,12 +2038,15 @@ MUTATIONS = (
     ["test_bootstrap_half_width"],
     "bootstrap half-width from the narrower side of the interval",
   ),
-  # ---------------------------------------------------------------- more: per-question outcomes
+  # ------------------------------------------------ more: per-question outcomes
   M(
     "lanr",
     "jaxpapers.lanr._eval",
     '"em": np.asarray(correct)[np.arange(len(n)), n].astype(float).tolist(),',
-    '"em": np.asarray(correct)[np.arange(len(n)), n - 1].astype(float).tolist(),',
+    (
+      '"em": np.asarray(correct)[np.arange(len(n)), '
+      "n - 1].astype(float).tolist(),"
+    ),
     ["test_stop_outcomes"],
     "accuracy read one call early (off by one)",
   ),
@@ -1749,14 +2076,15 @@ MUTATIONS = (
   ),
 )
 
-# The two mistakes that must be caught (they went unnoticed before this file existed).
+# The two mistakes that must be caught (they went unnoticed before this file
+# existed).
 REQUIRED = (
   ("dense_limits", "slope"),
   ("bayes_memory", "worst retriever"),
 )
 
 
-# --------------------------------------------------------------------------- machinery
+# -------------------------------------------------------------------- machinery
 
 
 def _source(name: str) -> tuple[str, str]:
@@ -1766,9 +2094,12 @@ def _source(name: str) -> tuple[str, str]:
   return pathlib.Path(spec.origin).read_text(), spec.origin
 
 
-def _build(name: str, source: str, origin: str, inject: dict[str, types.ModuleType]):
-  """A fresh module ``name`` compiled from ``source``, importing ``inject`` in place of the real
-  modules (by name); neither ``sys.modules`` nor any package is left changed."""
+def _build(
+  name: str, source: str, origin: str, inject: dict[str, types.ModuleType]
+):
+  """A fresh module ``name`` compiled from ``source``, importing ``inject`` in
+  place of the real modules (by name); neither ``sys.modules`` nor any package
+  is left changed."""
   mod = types.ModuleType(name)
   mod.__file__ = origin
   mod.__package__ = name.rpartition(".")[0]
@@ -1778,7 +2109,11 @@ def _build(name: str, source: str, origin: str, inject: dict[str, types.ModuleTy
     for dep, m in patched.items():
       parent, _, leaf = dep.rpartition(".")
       pkg = sys.modules.get(parent) if parent else None
-      saved[dep] = (sys.modules.get(dep), pkg, getattr(pkg, leaf, None) if pkg else None)
+      saved[dep] = (
+        sys.modules.get(dep),
+        pkg,
+        getattr(pkg, leaf, None) if pkg else None,
+      )
       sys.modules[dep] = m
       if pkg is not None:
         setattr(pkg, leaf, m)
@@ -1798,13 +2133,20 @@ def _build(name: str, source: str, origin: str, inject: dict[str, types.ModuleTy
   return mod
 
 
-# A snippet is matched as a sequence of tokens, so that a change of layout alone (line breaks,
-# indentation, comments, a trailing comma before a closing bracket, grouping parentheses, a
-# string literal split into adjacent literals) does not make it stale. A snippet that is not
-# made of whole tokens is matched as text.
+# A snippet is matched as a sequence of tokens, so that a change of layout alone
+# (line breaks, indentation, comments, a trailing comma before a closing
+# bracket, grouping parentheses, a string literal split into adjacent literals)
+# does not make it stale. A snippet that is not made of whole tokens is matched
+# as text.
 
 _LAYOUT = frozenset(
-  {tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.COMMENT}
+  {
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.COMMENT,
+  }
   | {tokenize.ENDMARKER, tokenize.ENCODING}
 )
 
@@ -1817,11 +2159,13 @@ class _Tok:
 
 
 def _tokens(text: str, fragment: bool) -> list[_Tok] | None:
-  """The tokens of ``text`` without layout, or None when it is not made of whole tokens.
+  """The tokens of ``text`` without layout, or None when it is not made of whole
+  tokens.
 
-  Adjacent string literals become one token (compared by prefix, quote and joined body); a
-  comma right before a closing bracket is dropped. A fragment (a snippet) is tokenized line
-  by line without its indentation, so a snippet may start inside a block.
+  Adjacent string literals become one token (compared by prefix, quote and
+  joined body); a comma right before a closing bracket is dropped. A fragment (a
+  snippet) is tokenized line by line without its indentation, so a snippet may
+  start inside a block.
   """
   lines = text.splitlines(keepends=True)
   starts, pos = [], 0
@@ -1852,7 +2196,9 @@ def _tokens(text: str, fragment: bool) -> list[_Tok] | None:
     b = starts[t.end[0] - 1] + cut[t.end[0] - 1] + t.end[1]
     if t.type == tokenize.STRING:
       body = t.string.lstrip("rRbBuUfF")
-      flags = "".join(sorted(set(t.string[: len(t.string) - len(body)].lower()) & set("rb")))
+      flags = "".join(
+        sorted(set(t.string[: len(t.string) - len(body)].lower()) & set("rb"))
+      )
       q = 3 if body[:3] in ('"""', "'''") else 1
       key = ("str", flags, body[0], body[q:-q])
       if prev_string and toks[-1].key[:3] == key[:3]:
@@ -1865,12 +2211,15 @@ def _tokens(text: str, fragment: bool) -> list[_Tok] | None:
     prev_string = False
     if t.string in ")]}" and toks and toks[-1].key == ("op", ","):
       toks.pop()
-    toks.append(_Tok(("op" if t.type == tokenize.OP else "tok", t.string), a, b))
+    toks.append(
+      _Tok(("op" if t.type == tokenize.OP else "tok", t.string), a, b)
+    )
   return toks
 
 
 def _groups(toks: list[_Tok]) -> dict[int, int]:
-  """Grouping parentheses (not a call or a subscript): opening index -> closing index."""
+  """Grouping parentheses (not a call or a subscript): opening index -> closing
+  index."""
   out, stack = {}, []
   for i, t in enumerate(toks):
     if t.key == ("op", "("):
@@ -1878,7 +2227,9 @@ def _groups(toks: list[_Tok]) -> dict[int, int]:
       call = p is not None and (
         p[0] == "str"
         or p in (("op", ")"), ("op", "]"))
-        or (p[0] == "tok" and p[1].isidentifier() and not keyword.iskeyword(p[1]))
+        or (
+          p[0] == "tok" and p[1].isidentifier() and not keyword.iskeyword(p[1])
+        )
       )
       stack.append((i, not call))
     elif t.key == ("op", ")") and stack:
@@ -1888,8 +2239,11 @@ def _groups(toks: list[_Tok]) -> dict[int, int]:
   return out
 
 
-def _match(src: list[_Tok], pat: list[_Tok], i: int, gs, gp) -> list[int | None] | None:
-  """pat matched at src[i:]: the source index of each pattern token (None: skipped).
+def _match(
+  src: list[_Tok], pat: list[_Tok], i: int, gs, gp
+) -> list[int | None] | None:
+  """pat matched at src[i:]: the source index of each pattern token (None:
+  skipped).
 
   gs, gp: the grouping parentheses of src and pat (see ``_groups``).
   """
@@ -1923,15 +2277,19 @@ def _match(src: list[_Tok], pat: list[_Tok], i: int, gs, gp) -> list[int | None]
 
 
 def _pattern(snippet: str) -> list[_Tok] | None:
-  """The tokens a snippet is matched by; a comma that ends it is not needed to find it."""
+  """The tokens a snippet is matched by; a comma that ends it is not needed to
+  find it."""
   toks = _tokens(snippet, fragment=True)
   if toks and toks[-1].key == ("op", ","):
     toks = toks[:-1]
   return toks
 
 
-def _occurrences(src: str, old: str) -> list[tuple[list[_Tok], list[int | None]]] | None:
-  """Token matches of ``old`` in ``src``, or None when ``old`` is matched as text."""
+def _occurrences(
+  src: str, old: str
+) -> list[tuple[list[_Tok], list[int | None]]] | None:
+  """Token matches of ``old`` in ``src``, or None when ``old`` is matched as
+  text."""
   pat = _pattern(old)
   if not pat:
     return None
@@ -1945,8 +2303,8 @@ def _occurrences(src: str, old: str) -> list[tuple[list[_Tok], list[int | None]]
       if where is not None:
         idx = [w for w in where if w is not None]
         found.append((min(idx), max(idx), where.count(None), where))
-  # Matches that overlap are one occurrence (e.g. with and without an outer pair of
-  # parentheses); keep the one that skips the fewest snippet tokens.
+  # Matches that overlap are one occurrence (e.g. with and without an outer pair
+  # of parentheses); keep the one that skips the fewest snippet tokens.
   found.sort(key=lambda f: (f[0], f[2]))
   out = []
   for f in found:
@@ -1959,12 +2317,15 @@ def _occurrences(src: str, old: str) -> list[tuple[list[_Tok], list[int | None]]
 
 
 def _replace(src: str, toks, where, old: str, new: str) -> str:
-  """``src`` with the matched ``old`` changed into ``new``: the tokens where the two snippets
-  differ are replaced by the text of ``new`` between them; the source's layout stays."""
+  """``src`` with the matched ``old`` changed into ``new``: the tokens where the
+  two snippets differ are replaced by the text of ``new`` between them; the
+  source's layout stays."""
   p, q = _pattern(old), _pattern(new)
   assert p is not None
   if q is None:
-    raise AssertionError(f"the replacement is not made of whole tokens: {new!r}")
+    raise AssertionError(
+      f"the replacement is not made of whole tokens: {new!r}"
+    )
   pre = 0
   while pre < min(len(p), len(q)) and p[pre].key == q[pre].key:
     pre += 1
@@ -1974,7 +2335,9 @@ def _replace(src: str, toks, where, old: str, new: str) -> str:
   mapped = [where[k] for k in range(pre, len(p) - suf) if where[k] is not None]
   if mapped:
     a, b = toks[min(mapped)].start, toks[max(mapped)].end
-    text = new[q[pre].start : q[len(q) - suf - 1].end] if pre < len(q) - suf else ""
+    text = (
+      new[q[pre].start : q[len(q) - suf - 1].end] if pre < len(q) - suf else ""
+    )
   else:  # an insertion after the common prefix
     before = [w for w in where[:pre] if w is not None]
     assert before, f"cannot place the replacement {new!r}"
@@ -1988,10 +2351,15 @@ def _mutant(m: Mutation) -> types.ModuleType:
   found = _occurrences(src, m.old)
   n = src.count(m.old) if not found else len(found)
   assert n == 1, (
-    f"{m.id}: the snippet must occur exactly once in {m.module}, found {n} times; update "
-    f"MUTATIONS after a refactor of the claim code:\n{m.old}"
+    f"{m.id}: the snippet must occur exactly once in {m.module}, "
+    f"found {n} times; update MUTATIONS after a refactor of the claim "
+    f"code:\n{m.old}"
   )
-  mutated = src.replace(m.old, m.new) if not found else _replace(src, *found[0], m.old, m.new)
+  mutated = (
+    src.replace(m.old, m.new)
+    if not found
+    else _replace(src, *found[0], m.old, m.new)
+  )
   assert mutated != src, f"{m.id}: the mutation changes nothing"
   return _build(m.module, mutated, origin, {})
 
@@ -2003,13 +2371,17 @@ def _test_file(paper: str) -> types.ModuleType:
 def _test_fn(paper: str, name: str):
   tf = _test_file(paper)
   fn = getattr(tf, name, None)
-  assert fn is not None, f"tests/claims/test_{paper}_claim_code.py has no {name}"
+  assert fn is not None, (
+    f"tests/claims/test_{paper}_claim_code.py has no {name}"
+  )
   params = list(inspect.signature(fn).parameters)
   assert len(params) == 1 and params[0] in tf.MODULES, (
     f"{name} must take one argument named by MODULES of its file, got {params}"
   )
   marks = [mk.name for mk in getattr(fn, "pytestmark", [])]
-  assert "xfail" not in marks, f"{name} is an expected failure: it cannot catch a mutation"
+  assert "xfail" not in marks, (
+    f"{name} is an expected failure: it cannot catch a mutation"
+  )
   return fn, tf.MODULES[params[0]]
 
 
@@ -2029,14 +2401,16 @@ def _passes_on_real_code(paper: str, name: str) -> bool:
   return _fails(fn, importlib.import_module(target)) is None
 
 
-def _module_for(m: Mutation, mutant: types.ModuleType, target: str) -> types.ModuleType:
+def _module_for(
+  m: Mutation, mutant: types.ModuleType, target: str
+) -> types.ModuleType:
   if target == m.module:
     return mutant
   src, origin = _source(target)
   return _build(target, src, origin, {m.module: mutant})
 
 
-# --------------------------------------------------------------------------- tests
+# ------------------------------------------------------------------------ tests
 
 
 @pytest.mark.parametrize("m", MUTATIONS, ids=lambda m: m.id)
@@ -2049,15 +2423,25 @@ def test_mutation_is_caught(m: Mutation):
     err = _fails(fn, _module_for(m, mutant, target))
     if err is not None:
       caught.append(name)
-  assert caught, f"no test caught the mutation {m.id!r} of {m.module}: {m.old!r} -> {m.new!r}"
+  assert caught, (
+    f"no test caught the mutation {m.id!r} of {m.module}: "
+    f"{m.old!r} -> {m.new!r}"
+  )
 
 
 def test_the_list_covers_every_paper():
   root = pathlib.Path(__file__).resolve().parents[2] / "experiments"
   papers = sorted(p.name for p in root.iterdir() if (p / "configs").is_dir())
   per = {p: sum(m.paper == p for m in MUTATIONS) for p in papers}
-  assert {p: n for p, n in per.items() if n < 2} == {}, "every paper needs >= 2 mutations"
+  assert {p: n for p, n in per.items() if n < 2} == {}, (
+    "every paper needs >= 2 mutations"
+  )
   assert len(MUTATIONS) >= 40
-  assert len({(m.module, m.old, m.new) for m in MUTATIONS}) == len(MUTATIONS), "duplicate"
+  assert len({(m.module, m.old, m.new) for m in MUTATIONS}) == len(MUTATIONS), (
+    "duplicate"
+  )
   for paper, words in REQUIRED:
-    assert any(m.paper == paper and words in m.what for m in MUTATIONS), (paper, words)
+    assert any(m.paper == paper and words in m.what for m in MUTATIONS), (
+      paper,
+      words,
+    )

@@ -1,5 +1,6 @@
-"""Claim code of experiments/panda (train.py and search.py): mean PANDA - vanilla gain over
-(dataset, backbone) pairs, its interval, per-pair paired statistics and the ablations."""
+"""Claim code of experiments/panda (train.py and search.py): mean PANDA -
+vanilla gain over (dataset, backbone) pairs, its interval, per-pair paired
+statistics and the ablations."""
 
 import importlib
 import math
@@ -10,7 +11,8 @@ import pytest
 MODULES = {
   "train": "experiments.panda.train",
   "search": "experiments.panda.search",
-  "search_lib": "jaxpapers.panda._search",  # the search's trial draws and selection
+  # the search's trial draws and selection
+  "search_lib": "jaxpapers.panda._search",
 }
 
 
@@ -51,9 +53,16 @@ def _cells():
 
 
 def test_improvement(train):
-  pairs = ["cora|hgnn", "telegram|hgnn", "pubmed|hgnn", "cora|unigcn", "pubmed|unigcn"]
+  pairs = [
+    "cora|hgnn",
+    "telegram|hgnn",
+    "pubmed|hgnn",
+    "cora|unigcn",
+    "pubmed|unigcn",
+  ]
   imp = train.improvement(_cells(), pairs, ["hgnn", "unigcn", "hypergcn"])
-  assert list(imp["deltas"]) == ["cora|hgnn", "telegram|hgnn", "cora|unigcn"]  # pairs with both
+  # pairs with both
+  assert list(imp["deltas"]) == ["cora|hgnn", "telegram|hgnn", "cora|unigcn"]
   assert imp["mean_improvement_pp"] == pytest.approx(3.0)
   assert imp["per_backbone_improvement_pp"] == {
     "hgnn": pytest.approx(5.0),
@@ -64,18 +73,29 @@ def test_improvement(train):
 
 
 def test_derived_metrics(train):
-  per_pair = {"a": {"outcome": "better"}, "b": {"outcome": "tie"}, "c": {"outcome": "tie"}}
+  per_pair = {
+    "a": {"outcome": "better"},
+    "b": {"outcome": "tie"},
+    "c": {"outcome": ("tie")},
+  }
   d = train.derived_metrics({"per_cell": _cells(), "per_pair": per_pair})
   assert d["pairs"] == 3
   sd = np.std([2.0, -1.0, 8.0], ddof=1)  # sample std of the pair differences
-  assert d["mean_improvement_ci95_pp"] == pytest.approx(1.96 * sd / math.sqrt(3))
-  assert d["mean_improvement_vs_matched_pp"] == pytest.approx((1.0 + 3.0) / 2)  # PANDA - matched
+  assert d["mean_improvement_ci95_pp"] == pytest.approx(
+    1.96 * sd / math.sqrt(3)
+  )
+  # PANDA - matched
+  assert d["mean_improvement_vs_matched_pp"] == pytest.approx((1.0 + 3.0) / 2)
   assert d["mean_matched_minus_vanilla_pp"] == pytest.approx((1.0 + 5.0) / 2)
-  assert d["mean_improvement_without_telegram_pp"] == pytest.approx((2.0 - 1.0) / 2)
+  assert d["mean_improvement_without_telegram_pp"] == pytest.approx(
+    (2.0 - 1.0) / 2
+  )
   assert (d["pairs_better"], d["pairs_worse"], d["pairs_tie"]) == (1, 0, 2)
   ab = d["ablations"]["without_gate"]
   assert ab["panda_minus_ablation_pp"] == pytest.approx((0.5 - 2.0) / 2)
-  assert ab["ci95_pp"] == pytest.approx(1.96 * np.std([0.5, -2.0], ddof=1) / math.sqrt(2))
+  assert ab["ci95_pp"] == pytest.approx(
+    1.96 * np.std([0.5, -2.0], ddof=1) / math.sqrt(2)
+  )
   assert (ab["pairs"], ab["pairs_panda_higher"]) == (2, 1)
 
 
@@ -101,7 +121,9 @@ def test_pair_statistics(train):
   c = out["cora|hgnn"]
   assert c["diffs_pp"] == pytest.approx([2.0, 1.0, 4.0])
   assert c["diff_pp"] == pytest.approx(7 / 3)
-  assert c["t95_pp"] == pytest.approx(4.302653 * math.sqrt(7 / 3) / math.sqrt(3), rel=1e-6)
+  assert c["t95_pp"] == pytest.approx(
+    4.302653 * math.sqrt(7 / 3) / math.sqrt(3), rel=1e-6
+  )
   assert c["sign_flip_p"] == pytest.approx(0.25)
   assert c["outcome"] == "tie"
   assert out["dblp|hgnn"]["outcome"] == "worse"
@@ -111,17 +133,20 @@ def test_pair_statistics(train):
 def test_best_point_by_validation(train):
   sweep = [
     {"lr": 0.1, "val": [0.5, 0.7], "test": [0.9, 0.9]},
-    {"lr": 0.01, "val": [0.8, 0.6], "test": [0.1, 0.1]},  # mean val 0.7: the first maximum
+    # mean val 0.7: the first maximum
+    {"lr": 0.01, "val": [0.8, 0.6], "test": [0.1, 0.1]},
     {"lr": 0.001, "val": [0.7, 0.7], "test": [0.2, 0.2]},
   ]
   assert train._best_point(sweep)["lr"] == 0.01
   cell = {"sweep": sweep, "best_lr": 0.001, "best_wd": None}
   sweep[2]["wd"] = None
-  np.testing.assert_allclose(train._selected_tests(cell), [20.0, 20.0])  # the stored choice
+  # the stored choice
+  np.testing.assert_allclose(train._selected_tests(cell), [20.0, 20.0])
 
 
 def test_search_select(search_lib):
-  select = search_lib.select_trial  # the search's selection (public as panda.select_trial)
+  # the search's selection (public as panda.select_trial)
+  select = search_lib.select_trial
   trials = [{"val": [0.6, 0.8]}, {"val": [0.8, 0.6]}, {"val": [0.6, 0.6]}]
   assert select(trials) == 0  # ties within 1e-9: the first one
   trials[1]["val"] = [0.8, 0.61]
@@ -142,4 +167,5 @@ def test_search_final_cell(search):
   c = search.final_cell([{"val": [0.5], "cpu_s": 2.0}], final)
   assert c["test_mean"] == pytest.approx(75.0)
   assert c["test_std"] == pytest.approx(np.std([80, 70, 90, 60]))
-  assert c["split_test"] == pytest.approx([0.85, 0.65])  # per split, over the inits
+  # per split, over the inits
+  assert c["split_test"] == pytest.approx([0.85, 0.65])

@@ -1,4 +1,5 @@
-"""Claim code of experiments/sola: bits-per-byte differences and their noise half-widths."""
+"""Claim code of experiments/sola: bits-per-byte differences and their noise
+half-widths."""
 
 import importlib
 import math
@@ -59,7 +60,9 @@ def test_ms(train):
 def test_method_rows_and_group_hparams(train):
   # Methods are the outer axis: with 2 seeds, method 1 owns rows 2 and 3.
   assert train._method_rows(1, 2) == slice(2, 4)
-  hp = train._group_hparams(types.SimpleNamespace(seeds=2, lr=0.1), ("uld", "sola_hard", "mined"))
+  hp = train._group_hparams(
+    types.SimpleNamespace(seeds=2, lr=0.1), ("uld", "sola_hard", "mined")
+  )
   np.testing.assert_array_equal(hp["w_uld"], [1, 1, 0, 0, 0, 0])
   np.testing.assert_array_equal(hp["hard"], [0, 0, 1, 1, 0, 0])
   np.testing.assert_array_equal(hp["w_mined"], [0, 0, 0, 0, 1, 1])

@@ -1,4 +1,5 @@
-"""Bad-input battery for jaxpapers.core (eager and under jax.jit), plus degenerate inputs."""
+"""Bad-input battery for jaxpapers.core (eager and under jax.jit), plus
+degenerate inputs."""
 
 import dataclasses
 import pathlib
@@ -79,7 +80,9 @@ def _metric_writer_metrics():
     w.write(1, [1.0, 2.0])
 
 
-_CLAIM = dict(id="gain", statement="s", metric="gain", direction="higher", held=1.0)
+_CLAIM = dict(
+  id="gain", statement="s", metric="gain", direction="higher", held=1.0
+)
 _SWEEP_INIT = lambda hp, key, data: {"w": hp["lr"] * 0.0}
 _SWEEP_STEP = lambda s, hp, key, i, data: (s, {"w": s["w"]})
 
@@ -89,7 +92,9 @@ def _keys(n):
 
 
 def _sweep_keys_mismatch():
-  core.run_sweep(_SWEEP_INIT, _SWEEP_STEP, {"lr": jnp.ones(3)}, _keys(2), num_steps=2)
+  core.run_sweep(
+    _SWEEP_INIT, _SWEEP_STEP, {"lr": jnp.ones(3)}, _keys(2), num_steps=2
+  )
 
 
 def _sweep_raw_keys():
@@ -103,7 +108,9 @@ def _sweep_raw_keys():
 
 
 def _sweep_object_steps():
-  core.Sweep(_SWEEP_INIT, _SWEEP_STEP).run({"lr": jnp.ones(3)}, _keys(3), num_steps=0)
+  core.Sweep(_SWEEP_INIT, _SWEEP_STEP).run(
+    {"lr": jnp.ones(3)}, _keys(3), num_steps=0
+  )
 
 
 def _cellstore_value():
@@ -164,7 +171,9 @@ CASES = [
     ("/nonexistent/dir",),
     kwargs=dict(subdir="hypergraph", required=False),
     error=FileNotFoundError,
-    match="data_dir argument '/nonexistent/dir' was given but .* does not exist",
+    match=(
+      "data_dir argument '/nonexistent/dir' was given but .* does not exist"
+    ),
     jit=None,
     jit_reason=HOST,
     id="locate-data-dir-missing",
@@ -184,7 +193,10 @@ CASES = [
     core.resolve_inside,
     (_DATA_ROOT, "mail/../../etc"),
     kwargs=dict(name="dataset name"),
-    match=r"dataset name 'mail/../../etc' must be a relative path inside .* without '..'",
+    match=(
+      r"dataset name 'mail/../../etc' must be a relative path inside .* "
+      r"without '..'"
+    ),
     jit=None,
     jit_reason=HOST,
     id="resolve-inside-dotdot",
@@ -312,7 +324,9 @@ CASES = [
     "core.validate_learning_rates",
     core.validate_learning_rates,
     ({"opt": {"adamw_lrs": (1e-3, -1e-2)}},),
-    match=r"config.opt.adamw_lrs must be a learning rate \(a finite number > 0\)",
+    match=(
+      r"config.opt.adamw_lrs must be a learning rate \(a finite number > 0\)"
+    ),
     jit=None,
     jit_reason=HOST,
     id="learning-rates-negative",
@@ -782,7 +796,10 @@ CASES = [
     "core.paired_bootstrap",
     core.paired_bootstrap,
     (np.zeros((3, 2)), np.zeros((3, 2))),
-    match=r"a must be 1-D \(\[n\], one value per seed or item\), got shape \(3, 2\)",
+    match=(
+      r"a must be 1-D \(\[n\], one value per seed or item\), got shape \(3, "
+      r"2\)"
+    ),
     jit=None,
     jit_reason=STATS,
     id="paired-bootstrap-2d",
@@ -791,7 +808,10 @@ CASES = [
     "core.cluster_bootstrap",
     core.cluster_bootstrap,
     (np.zeros(4),),
-    match=r"diffs must be a 2-D \[clusters, items\] array with at least one of each, got shape \(4,\)",
+    match=(
+      r"diffs must be a 2-D \[clusters, items\] array with at least one of "
+      r"each, got shape \(4,\)"
+    ),
     jit=None,
     jit_reason=STATS,
     id="cluster-bootstrap-1d",
@@ -874,8 +894,10 @@ CASES = [
   Case(
     "core.run_sweep",
     _sweep_keys_mismatch,
-    match=r"hparams leaf \['lr'\] has shape \(3,\); every leaf needs the leading runs "
-    r"axis \[R=2",
+    match=(
+      r"hparams leaf \['lr'\] has shape \(3,\); every leaf needs the leading "
+      r"runs axis \[R=2"
+    ),
     jit=None,
     jit_reason=HOST,
     id="sweep-runs-mismatch",
@@ -962,7 +984,9 @@ CASES = [
   ),
   Case(
     "core.cached_arrays",
-    lambda: core.cached_arrays(_tmp() / "c.npz", lambda: {"o": np.array([None, 1])}),
+    lambda: core.cached_arrays(
+      _tmp() / "c.npz", lambda: {"o": np.array([None, 1])}
+    ),
     match="array 'o' has the object dtype",
     jit=None,
     jit_reason=HOST,
@@ -987,7 +1011,9 @@ CASES = [
   ),
   Case(
     "core.host_local_batch_to_global",
-    lambda: core.host_local_batch_to_global({"x": np.zeros((6, 2))}, core.make_mesh(4), 8),
+    lambda: core.host_local_batch_to_global(
+      {"x": np.zeros((6, 2))}, core.make_mesh(4), 8
+    ),
     match=r"local_batch leaf \['x'\] has shape \(6, 2\).*this process's 8 rows",
     jit=None,
     jit_reason=HOST,
@@ -995,7 +1021,9 @@ CASES = [
   ),
   Case(
     "core.load_global_batch",
-    lambda: core.load_global_batch(lambda r: np.zeros((len(r) + 1, 2)), 8, core.make_mesh(4)),
+    lambda: core.load_global_batch(
+      lambda r: np.zeros((len(r) + 1, 2)), 8, core.make_mesh(4)
+    ),
     match="must hold this process's 8 rows",
     jit=None,
     jit_reason=HOST,
@@ -1004,29 +1032,60 @@ CASES = [
 ]
 
 EXEMPT = {
-  "abstract_like": "accepts any pytree: array leaves become ShapeDtypeStructs, others pass",
-  "data_sharding": "takes a Mesh from make_mesh (validated there); no user data",
-  "replicated_sharding": "takes a Mesh from make_mesh (validated there); no user data",
-  "replicate": "jax.device_put of any pytree over a Mesh from make_mesh; no value to check",
-  "progress": "a tqdm progress bar; its arguments are tqdm's and tqdm checks them",
+  "abstract_like": (
+    "accepts any pytree: array leaves become ShapeDtypeStructs, others pass"
+  ),
+  "data_sharding": (
+    "takes a Mesh from make_mesh (validated there); no user data"
+  ),
+  "replicated_sharding": (
+    "takes a Mesh from make_mesh (validated there); no user data"
+  ),
+  "replicate": (
+    "jax.device_put of any pytree over a Mesh from make_mesh; no value to check"
+  ),
+  "progress": (
+    "a tqdm progress bar; its arguments are tqdm's and tqdm checks them"
+  ),
   "environment_info": "takes no arguments",
   "maybe_initialize_distributed": "takes no arguments (reads the environment)",
-  "write_results": "serialises any metrics/config (unknown objects are written as repr)",
-  "TrainState": "a container built by TrainState.create from an NNX model and optax tx",
+  "write_results": (
+    "serialises any metrics/config (unknown objects are written as repr)"
+  ),
+  "TrainState": (
+    "a container built by TrainState.create from an NNX model and optax tx"
+  ),
   "is_concrete": "a predicate defined for every pytree",
   "is_main_process": "takes no arguments",
   "SweepResult": "a container returned by Sweep.run, not built by users",
-  "CorruptCheckpointError": "an exception Checkpointer raises, not called with user data",
-  "CorruptFileError": "an exception the file cache raises, not called with user data",
-  "reuse_host_memory": "takes no arguments; reports (not raises) when it cannot apply",
-  "HostMemory": "the status NamedTuple returned by reuse_host_memory, not built by users",
-  "TInterval": "the frozen result of t_interval / paired_difference, not built by users",
-  "LogRatioInterval": "the frozen result of log_ratio_interval, not built by users",
-  "BootstrapInterval": "the frozen result of paired_bootstrap, not built by users",
+  "CorruptCheckpointError": (
+    "an exception Checkpointer raises, not called with user data"
+  ),
+  "CorruptFileError": (
+    "an exception the file cache raises, not called with user data"
+  ),
+  "reuse_host_memory": (
+    "takes no arguments; reports (not raises) when it cannot apply"
+  ),
+  "HostMemory": (
+    "the status NamedTuple returned by reuse_host_memory, not built by users"
+  ),
+  "TInterval": (
+    "the frozen result of t_interval / paired_difference, not built by users"
+  ),
+  "LogRatioInterval": (
+    "the frozen result of log_ratio_interval, not built by users"
+  ),
+  "BootstrapInterval": (
+    "the frozen result of paired_bootstrap, not built by users"
+  ),
   "SignFlipResult": "the frozen result of sign_flip_test, not built by users",
   "SeedsNeeded": "the frozen result of seeds_needed, not built by users",
   "PowerLawFit": "the NamedTuple returned by power_law_fit, not built by users",
-  "DataLocation": "the (path, source) NamedTuple returned by locate_data_dir, not built by users",
+  "DataLocation": (
+    "the (path, source) NamedTuple returned by locate_data_dir, "
+    "not built by users"
+  ),
 }
 
 
@@ -1040,19 +1099,25 @@ def test_covers_public_api():
 
 
 def test_config_types_accepted():
-  """Legal values of every annotated kind pass (numpy ints for int, ints for float, None)."""
-  cfg = core.config_to_dataclass({"steps": np.int64(3), "lr": 1, "dims": [4], "seed": None}, _Cfg)
+  """Legal values of every annotated kind pass (numpy ints for int, ints for
+  float, None)."""
+  cfg = core.config_to_dataclass(
+    {"steps": np.int64(3), "lr": 1, "dims": [4], "seed": None}, _Cfg
+  )
   assert cfg.steps == 3 and cfg.lr == 1 and cfg.seed is None
   assert core.validate_positive(0.0, name="x", allow_zero=True) == 0.0
 
 
 def test_explicit_data_dir_is_used(tmp_path):
   (tmp_path / "hg").mkdir()
-  assert core.resolve_data_dir(tmp_path, subdir="hg") == (tmp_path / "hg").resolve()
+  assert (
+    core.resolve_data_dir(tmp_path, subdir="hg") == (tmp_path / "hg").resolve()
+  )
 
 
 def test_poison_and_check_values_under_jit():
-  """The policy's two halves: eager raise, and NaN / -1 outputs from a traced failure."""
+  """The policy's two halves: eager raise, and NaN / -1 outputs from a traced
+  failure."""
 
   @jax.jit
   def f(x, labels):

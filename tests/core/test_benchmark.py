@@ -1,4 +1,5 @@
-"""core.benchmark: targets, summary entries, the JSON record and the interleaved timer."""
+"""core.benchmark: targets, summary entries, the JSON record and the interleaved
+timer."""
 
 import json
 import time
@@ -51,9 +52,13 @@ def test_summary_entry():
 
 
 def test_parser_and_record(tmp_path):
-  args = bench.parser("demo").parse_args(["--quick", "--out", str(tmp_path / "r" / "demo.json")])
+  args = bench.parser("demo").parse_args(
+    ["--quick", "--out", str(tmp_path / "r" / "demo.json")]
+  )
   assert args.quick
-  assert bench.parser("demo").parse_args([]).out == "benchmarks/results/demo.json"
+  assert (
+    bench.parser("demo").parse_args([]).out == "benchmarks/results/demo.json"
+  )
   rec = bench.write(
     "demo",
     args,
@@ -63,17 +68,33 @@ def test_parser_and_record(tmp_path):
   )
   on_disk = json.loads((tmp_path / "r" / "demo.json").read_text())
   assert on_disk == rec
-  assert set(rec) == {"benchmark", "command", "quick", "host", "rows", "summary"}
+  assert set(rec) == {
+    "benchmark",
+    "command",
+    "quick",
+    "host",
+    "rows",
+    "summary",
+  }
   assert rec["benchmark"] == "demo" and rec["quick"] is True
   assert rec["command"].endswith("--quick")
-  for key in ("cpu_count", "platform", "jax", "shared_host", "load_average_at_end", "xla_flags"):
+  for key in (
+    "cpu_count",
+    "platform",
+    "jax",
+    "shared_host",
+    "load_average_at_end",
+    "xla_flags",
+  ):
     assert key in rec["host"]
 
 
 def test_record_extra_and_bad_summary(tmp_path):
   args = bench.parser("demo").parse_args(["--out", str(tmp_path / "demo.json")])
   ok = [bench.summary("x vs y", 3.0, ">= 2")]
-  rec = bench.write("demo", args, rows=[], summary=ok, argv=[], extra={"config": {"T": 5}})
+  rec = bench.write(
+    "demo", args, rows=[], summary=ok, argv=[], extra={"config": {"T": 5}}
+  )
   assert rec["config"] == {"T": 5}
   assert json.loads((tmp_path / "demo.json").read_text())["config"] == {"T": 5}
   with pytest.raises(ValueError, match="replace the record's own keys.*'rows'"):
@@ -99,7 +120,9 @@ def test_side_by_side_interleaves_and_excludes_warm_up():
 
     return fn
 
-  t = bench.side_by_side({"slow": make("slow"), "fast": make("fast")}, repeats=2)
+  t = bench.side_by_side(
+    {"slow": make("slow"), "fast": make("fast")}, repeats=2
+  )
   assert calls == ["slow", "fast", "slow", "fast", "slow", "fast"]
   assert 0.02 <= t["slow"].best < 0.1 and t["fast"].best < 0.02
   assert len(t["slow"].wall) == 2 and t["slow"].as_dict()["repeats"] == 2
@@ -127,9 +150,18 @@ def test_count_compilations():
 def test_record_command_names_the_xla_flags_it_ran_under(tmp_path):
   args = bench.parser("demo").parse_args(["--out", str(tmp_path / "demo.json")])
   ok = [bench.summary("x vs y", 3.0, ">= 2")]
-  host = {**bench.host_info(), "xla_flags": "--xla_cpu_multi_thread_eigen=false a=1"}
-  rec = bench.write("demo", args, rows=[], summary=ok, argv=["--n=3"], host=host)
-  assert rec["command"].startswith("XLA_FLAGS='--xla_cpu_multi_thread_eigen=false a=1' python ")
+  host = {
+    **bench.host_info(),
+    "xla_flags": ("--xla_cpu_multi_thread_eigen=false a=1"),
+  }
+  rec = bench.write(
+    "demo", args, rows=[], summary=ok, argv=["--n=3"], host=host
+  )
+  assert rec["command"].startswith(
+    "XLA_FLAGS='--xla_cpu_multi_thread_eigen=false a=1' python "
+  )
   assert rec["command"].endswith("--n=3")
-  rec = bench.write("demo", args, rows=[], summary=ok, argv=["--n=3"], host={"xla_flags": ""})
+  rec = bench.write(
+    "demo", args, rows=[], summary=ok, argv=["--n=3"], host={"xla_flags": ("")}
+  )
   assert rec["command"].startswith("python ")

@@ -1,4 +1,5 @@
-"""CellRunner: computes missing cells in order, stamps their cost, honours budget and report-only."""
+"""CellRunner: computes missing cells in order, stamps their cost, honours
+budget and report-only."""
 
 import time
 
@@ -31,7 +32,8 @@ def test_report_only_computes_nothing(tmp_path):
 
 def test_a_spent_budget_starts_no_new_cell(tmp_path):
   runner = core.CellRunner(core.CellStore(tmp_path / "cells"), budget_s=1e-6)
-  runner.cell("first", lambda: {"x": 1})  # may start: the budget is checked before a cell
+  # may start: the budget is checked before a cell
+  runner.cell("first", lambda: {"x": 1})
   t0 = time.process_time()
   while time.process_time() - t0 < 1e-3:  # spend more than the budget
     pass

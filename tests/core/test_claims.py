@@ -1,4 +1,5 @@
-"""Claims as data: every branch of the decision rule against hand-worked cases."""
+"""Claims as data: every branch of the decision rule against hand-worked
+cases."""
 
 import math
 
@@ -18,7 +19,8 @@ def _c(**kw):
   return core.Claim.from_dict(base)
 
 
-# higher is better, held >= 2, partly >= 1, no noise: the three regions and both boundaries.
+# higher is better, held >= 2, partly >= 1, no noise: the three regions and both
+# boundaries.
 @pytest.mark.parametrize(
   "x,want",
   [
@@ -58,7 +60,8 @@ def test_without_partly_threshold():
     (2.5, 0.5, H),  # [2.0, 3.0]: low end exactly 2 -> held
     (2.2, 0.5, P),  # [1.7, 2.7] straddles held: conservative -> partly
     (1.5, 0.5, P),  # [1.0, 2.0]: low end exactly at partly
-    (1.2, 0.5, I),  # [0.7, 1.7] straddles partly (the lowest bar) -> inconclusive
+    # [0.7, 1.7] straddles partly (the lowest bar) -> inconclusive
+    (1.2, 0.5, I),
     (0.5, 0.5, I),  # [0.0, 1.0]: high end exactly at partly: not a miss
     (0.4, 0.5, N),  # [-0.1, 0.9] misses partly
   ],
@@ -78,19 +81,26 @@ def test_noise_straddling_held_without_partly_is_inconclusive():
 
 
 def test_reaches_the_paper_number():
-  # "gain of +5.18 reproduced": held if the interval reaches 5.18 and its low end clears 0.
+  # "gain of +5.18 reproduced": held if the interval reaches 5.18 and its low
+  # end clears 0.
   c = _c(held=5.18, partly=0.0, held_when="reaches", noise="ci")
-  assert core.judge(c, {"m": 4.0, "ci": 1.5}).verdict == H  # [2.5, 5.5] reaches 5.18
-  assert core.judge(c, {"m": 3.68, "ci": 1.5}).verdict == H  # high end exactly 5.18
+  # [2.5, 5.5] reaches 5.18
+  assert core.judge(c, {"m": 4.0, "ci": 1.5}).verdict == H
+  # high end exactly 5.18
+  assert core.judge(c, {"m": 3.68, "ci": 1.5}).verdict == H
   assert core.judge(c, {"m": 2.93, "ci": 2.0}).verdict == P  # [0.93, 4.93]
   assert core.judge(c, {"m": 1.0, "ci": 2.0}).verdict == I  # [-1, 3] contains 0
   assert core.judge(c, {"m": -3.0, "ci": 2.0}).verdict == N  # [-5, -1]
 
 
 def test_reaches_lower_direction():
-  c = _c(direction="lower", held=1.0, partly=3.0, held_when="reaches", noise=0.5)
-  assert core.judge(c, {"m": 1.4}).verdict == H  # [0.9, 1.9] reaches 1.0 from above
-  assert core.judge(c, {"m": 1.6}).verdict == P  # [1.1, 2.1]: below 3, short of 1
+  c = _c(
+    direction="lower", held=1.0, partly=3.0, held_when="reaches", noise=0.5
+  )
+  # [0.9, 1.9] reaches 1.0 from above
+  assert core.judge(c, {"m": 1.4}).verdict == H
+  # [1.1, 2.1]: below 3, short of 1
+  assert core.judge(c, {"m": 1.6}).verdict == P
   assert core.judge(c, {"m": 3.2}).verdict == I  # [2.7, 3.7] straddles 3
   assert core.judge(c, {"m": 3.6}).verdict == N  # [3.1, 4.1]
 
@@ -112,7 +122,9 @@ def test_missing_or_nan_is_inconclusive(metrics, fragment):
   v = core.judge(_c(held=0.0, noise="h"), metrics)
   assert v.verdict == I and fragment in v.reason
   # the measured value is kept when only the noise is unavailable
-  assert v.measured == (1.0 if metrics.get("m") == 1.0 else None) and v.noise is None
+  assert (
+    v.measured == (1.0 if metrics.get("m") == 1.0 else None) and v.noise is None
+  )
 
 
 def test_inf_is_a_number():
@@ -156,7 +168,9 @@ def test_lookup_keys_with_dots_lists_and_errors():
 
 
 def test_untested_claim_and_baselines():
-  c = core.Claim(id="lvlm", statement="beats LVLMs by 16%", note="no LVLM offline")
+  c = core.Claim(
+    id="lvlm", statement="beats LVLMs by 16%", note=("no LVLM offline")
+  )
   v = core.judge(c, {})
   assert v.verdict == I and "not tested" in v.reason and "no LVLM" in v.reason
   c = _c(held=0.5, baselines={"majority": "base.maj", "gone": "base.none"})
@@ -177,12 +191,16 @@ def test_claim_validation():
     _c(held=math.nan)
   with pytest.raises(ValueError, match="noise must be >= 0"):
     _c(held=1.0, noise=-0.1)
-  with pytest.raises(ValueError, match=r"Unknown claim field\(s\) \['threshold'\]"):
+  with pytest.raises(
+    ValueError, match=(r"Unknown claim field\(s\) \['threshold'\]")
+  ):
     core.Claim.from_dict(dict(id="c", statement="s", metric="m", threshold=1.0))
   with pytest.raises(ValueError, match="held_when must be one of"):
     _c(held=1.0, held_when="sometimes")
   with pytest.raises(ValueError, match="duplicate claim id"):
-    core.parse_claims([dict(id="a", statement="s"), dict(id="a", statement="t")])
+    core.parse_claims(
+      [dict(id="a", statement="s"), dict(id="a", statement=("t"))]
+    )
 
 
 def test_claims_live_in_a_config_and_judge_all():
@@ -217,7 +235,13 @@ def test_config_to_dataclass_passes_over_claims():
   class Cfg:
     lr: float
 
-  cfg = {"lr": 0.1, "claims": (dict(id="a", statement="s"),), "issue_verdicts": False}
+  cfg = {
+    "lr": 0.1,
+    "claims": (dict(id="a", statement="s"),),
+    "issue_verdicts": False,
+  }
   assert core.config_to_dataclass(cfg, Cfg) == Cfg(lr=0.1)
-  with pytest.raises(ValueError, match=r"Unknown config field\(s\) \['claim'\]"):
+  with pytest.raises(
+    ValueError, match=(r"Unknown config field\(s\) \['claim'\]")
+  ):
     core.config_to_dataclass({"lr": 0.1, "claim": ()}, Cfg)

@@ -15,12 +15,16 @@ def test_all_devices_and_subset_have_the_same_axis_types(num_devices):
   # the same kind of object jax.make_mesh gives, over the requested devices
   ref = jax.make_mesh((2,), ("data",), devices=jax.devices()[:2])
   assert part.axis_types == ref.axis_types and part.axis_names == ref.axis_names
-  assert dict(full.shape) == {"data": num_devices} and dict(part.shape) == {"data": 2}
+  assert dict(full.shape) == {"data": num_devices} and dict(part.shape) == {
+    "data": 2
+  }
   assert list(part.devices.flat) == jax.devices()[:2]
 
 
 def test_axis_type_is_selectable_and_validated():
-  assert core.make_mesh(4, axis_type=AxisType.Auto).axis_types == (AxisType.Auto,)
+  assert core.make_mesh(4, axis_type=AxisType.Auto).axis_types == (
+    AxisType.Auto,
+  )
   assert core.make_mesh(axis_type=AxisType.Auto).axis_types == (AxisType.Auto,)
   with pytest.raises(TypeError, match="axis_type"):
     core.make_mesh(2, axis_type="explicit")
@@ -35,5 +39,7 @@ def test_sharded_sum_is_the_same_on_both_meshes(n):
   x = np.arange(16, dtype=np.float32).reshape(8, 2)
   xs = core.shard_batch({"x": x}, mesh)["x"]
   total = jax.jit(lambda a: (a * a).sum(0))(xs)
-  np.testing.assert_allclose(np.asarray(total), (x.astype(np.float64) ** 2).sum(0))
+  np.testing.assert_allclose(
+    np.asarray(total), (x.astype(np.float64) ** 2).sum(0)
+  )
   assert xs.sharding.mesh.axis_types == (AxisType.Explicit,)

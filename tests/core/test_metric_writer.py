@@ -1,4 +1,5 @@
-"""MetricWriter: JSONL records, TensorBoard events, resume, process-0 guard, epath paths."""
+"""MetricWriter: JSONL records, TensorBoard events, resume, process-0 guard,
+epath paths."""
 
 import json
 import logging
@@ -22,11 +23,18 @@ def read_lines(path):
 def test_jsonl_one_record_per_write_with_converted_values(tmp_path):
   with core.MetricWriter(tmp_path, tensorboard=False) as writer:
     writer.write(1, {"loss": jnp.float32(0.5), "acc": np.float64(0.25)})
-    writer.write(np.int64(2), {"loss": 0.125, "hist": np.arange(3), "n": jnp.int32(7)})
+    writer.write(
+      np.int64(2), {"loss": 0.125, "hist": np.arange(3), "n": jnp.int32(7)}
+    )
   lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
   assert len(lines) == 2
   assert json.loads(lines[0]) == {"step": 1, "loss": 0.5, "acc": 0.25}
-  assert json.loads(lines[1]) == {"step": 2, "loss": 0.125, "hist": [0, 1, 2], "n": 7}
+  assert json.loads(lines[1]) == {
+    "step": 2,
+    "loss": 0.125,
+    "hist": [0, 1, 2],
+    "n": 7,
+  }
   assert core.read_metrics(tmp_path) == [json.loads(line) for line in lines]
 
 
@@ -103,7 +111,8 @@ def test_tensorboard_event_file_holds_the_scalars(tmp_path):
     event = event_pb2.Event.FromString(payload)
     for value in event.summary.value:
       scalars.append((event.step, value.tag, value.simple_value))
-  assert scalars == [(5, "train/loss", 0.75), (6, "train/loss", 0.5)]  # lists: JSONL only
+  # lists: JSONL only
+  assert scalars == [(5, "train/loss", 0.75), (6, "train/loss", 0.5)]
 
 
 def test_tensorboard_off_writes_jsonl_only(tmp_path):
@@ -114,7 +123,8 @@ def test_tensorboard_off_writes_jsonl_only(tmp_path):
 
 
 def test_remote_path_goes_through_epath(tmp_path, monkeypatch):
-  """A gs:// logdir is written through epath's backend (mocked onto tmp_path)."""
+  """A gs:// logdir is written through epath's backend (mocked onto
+  tmp_path)."""
   monkeypatch.chdir(tmp_path)
   bucket = tmp_path / "bucket"
   bucket.mkdir()
@@ -124,7 +134,11 @@ def test_remote_path_goes_through_epath(tmp_path, monkeypatch):
   def local(p):
     s = str(p)
     seen.append(s)
-    return s.replace("gs://bucket", str(bucket), 1) if s.startswith("gs://bucket") else s
+    return (
+      s.replace("gs://bucket", str(bucket), 1)
+      if s.startswith("gs://bucket")
+      else s
+    )
 
   def one(fn, path, *a, **k):
     return fn(local(path), *a, **k)
@@ -133,7 +147,13 @@ def test_remote_path_goes_through_epath(tmp_path, monkeypatch):
     return fn(local(path), local(dst), *a, **k)
 
   with epath.testing.mock_epath(
-    open=one, exists=one, makedirs=one, mkdir=one, replace=two, rename=two, isdir=one
+    open=one,
+    exists=one,
+    makedirs=one,
+    mkdir=one,
+    replace=two,
+    rename=two,
+    isdir=one,
   ):
     with mw.MetricWriter("gs://bucket/run", tensorboard=False) as writer:
       writer.write(1, {"loss": 2.0})
@@ -143,23 +163,33 @@ def test_remote_path_goes_through_epath(tmp_path, monkeypatch):
       {"step": 1, "loss": 2.0},
       {"step": 2, "loss": 1.0},
     ]
-  assert read_lines(bucket / "run" / "metrics.jsonl")[1] == {"step": 2, "loss": 1.0}
+  assert read_lines(bucket / "run" / "metrics.jsonl")[1] == {
+    "step": 2,
+    "loss": 1.0,
+  }
   assert "gs://bucket/run/metrics.jsonl" in seen
-  assert sorted(p.name for p in tmp_path.iterdir()) == ["bucket"]  # no local ./gs: folder
+  # no local ./gs: folder
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["bucket"]
 
 
-def test_each_record_is_in_the_file_as_one_whole_line_when_write_returns(tmp_path, monkeypatch):
-  """No buffer: a process killed right after ``write`` has the record; one ``os.write`` per
-  record, so a kill at any moment leaves whole lines."""
+def test_each_record_is_in_the_file_as_one_whole_line_when_write_returns(
+  tmp_path, monkeypatch
+):
+  """No buffer: a process killed right after ``write`` has the record; one
+  ``os.write`` per record, so a kill at any moment leaves whole lines."""
   calls = []
   real_write = os.write
   monkeypatch.setattr(
-    os, "write", lambda fd, data: calls.append(bytes(data)) or real_write(fd, data)
+    os,
+    "write",
+    lambda fd, data: calls.append(bytes(data)) or real_write(fd, data),
   )
   writer = core.MetricWriter(tmp_path, tensorboard=False)
   for step in (1, 2):
     writer.write(step, {"loss": 1.0 / step, "curve": list(range(300))})
-    assert [r["step"] for r in read_lines(tmp_path / "metrics.jsonl")] == list(range(1, step + 1))
+    assert [r["step"] for r in read_lines(tmp_path / "metrics.jsonl")] == list(
+      range(1, step + 1)
+    )
   assert [json.loads(c)["step"] for c in calls] == [1, 2]
   assert all(c.endswith(b"\n") and c.count(b"\n") == 1 for c in calls)
   writer.close()
@@ -167,16 +197,24 @@ def test_each_record_is_in_the_file_as_one_whole_line_when_write_returns(tmp_pat
 
 def test_resume_drops_a_cut_off_last_line_with_a_warning(tmp_path, caplog):
   path = tmp_path / "metrics.jsonl"
-  path.write_text('{"step": 1, "v": 1.0}\n{"step": 2, "v": 2.0}\n{"step": 3, "v"')
+  path.write_text(
+    '{"step": 1, "v": 1.0}\n{"step": 2, "v": 2.0}\n{"step": 3, "v"'
+  )
   with pytest.raises(ValueError, match="line 3 is not a JSON record"):
-    core.read_metrics(tmp_path)  # by default a reader is told, not silently given less
+    # by default a reader is told, not silently given less
+    core.read_metrics(tmp_path)
   with caplog.at_level(logging.WARNING):
-    assert [r["step"] for r in core.read_metrics(tmp_path, allow_torn_tail=True)] == [1, 2]
+    assert [
+      r["step"] for r in core.read_metrics(tmp_path, allow_torn_tail=True)
+    ] == [1, 2]
     with core.MetricWriter(tmp_path, tensorboard=False, resume_step=2) as w:
       w.write(3, {"v": 3.0})
   assert f"{path}: dropping its last line" in caplog.text
   assert read_lines(path) == [{"step": s, "v": float(s)} for s in (1, 2, 3)]
-  # A bad line that is not the last one is corruption, not a cut-off append: it still raises.
-  path.write_text('{"step": 1, "v": 1.0}\n{"step": 2, "v\n{"step": 3, "v": 3.0}\n')
+  # A bad line that is not the last one is corruption, not a cut-off append: it
+  # still raises.
+  path.write_text(
+    '{"step": 1, "v": 1.0}\n{"step": 2, "v\n{"step": 3, "v": 3.0}\n'
+  )
   with pytest.raises(ValueError, match="line 2 is not a JSON record"):
     core.MetricWriter(tmp_path, tensorboard=False, resume_step=3)

@@ -1,4 +1,5 @@
-"""Two processes x two fake CPU devices form one 4-device job, as several hosts do.
+"""Two processes x two fake CPU devices form one 4-device job, as several hosts
+do.
 
 Each job is started once per module (:func:`first_job`, then :func:`resumed_job`
 continuing from its checkpoints); the tests check what the processes returned
@@ -35,7 +36,7 @@ LR = 0.1
 WORKER = "tests.core.test_multihost"
 
 
-# ---------------------------------------------------------------- shared by workers and tests
+# -------------------------------------------------- shared by workers and tests
 
 
 def dataset(num_rows: int) -> dict[str, np.ndarray]:
@@ -71,14 +72,19 @@ def model_step(state, batch):
 
 
 def model_state(mesh):
-  state = core.TrainState.create(nnx.Linear(FEATURES, 1, rngs=nnx.Rngs(0)), optax.sgd(LR))
+  state = core.TrainState.create(
+    nnx.Linear(FEATURES, 1, rngs=nnx.Rngs(0)), optax.sgd(LR)
+  )
   return core.replicate(state, mesh)
 
 
 def params_of(state) -> dict[str, list]:
   return {
     k: np.asarray(v).tolist()
-    for k, v in (("kernel", state.params["kernel"][...]), ("bias", state.params["bias"][...]))
+    for k, v in (
+      ("kernel", state.params["kernel"][...]),
+      ("bias", state.params["bias"][...]),
+    )
   }
 
 
@@ -103,12 +109,15 @@ def run_train_loop(workdir, num_steps, mesh, read_log=None, desc="train"):
     log_every=1,
     desc=desc,
   )
-  return state, [{k: v for k, v in r.items() if k != "elapsed_s"} for r in history]
+  return state, [
+    {k: v for k, v in r.items() if k != "elapsed_s"} for r in history
+  ]
 
 
-# ---------------------------------------------------------------- a core.sweep grid over both processes
+# ---------------------------------------- a core.sweep grid over both processes
 
-SWEEP_RUNS = 8  # 2 runs on each of the 4 devices: the runs axis spans both processes
+# 2 runs on each of the 4 devices: the runs axis spans both processes
+SWEEP_RUNS = 8
 SWEEP_STEPS = 4
 SWEEP_CHUNK = 2
 
@@ -121,7 +130,9 @@ def sweep_init(hp, key, data):
 def sweep_step(params, hp, key, step, data):
   del key, step
   loss, grads = jax.value_and_grad(linear_loss)(params, data)
-  return jax.tree.map(lambda p, g: p - hp["lr"] * g, params, grads), {"loss": loss}
+  return jax.tree.map(lambda p, g: p - hp["lr"] * g, params, grads), {
+    "loss": loss
+  }
 
 
 def sweep_inputs():
@@ -145,7 +156,9 @@ def run_sweep_grid(checkpoint_dir=None, max_chunks=None) -> dict:
   )
   w = res.state["w"]
   gather = lambda x: (
-    multihost_utils.process_allgather(x, tiled=True) if not x.is_fully_addressable else x
+    multihost_utils.process_allgather(x, tiled=True)
+    if not x.is_fully_addressable
+    else x
   )
   return {
     "loss": np.asarray(res.history["loss"]).tolist(),
@@ -159,14 +172,15 @@ def run_sweep_grid(checkpoint_dir=None, max_chunks=None) -> dict:
 
 
 def _guarded(fn):
-  """``fn()``, or the error it raised (the same on every process: it stops before collectives)."""
+  """``fn()``, or the error it raised (the same on every process: it stops
+  before collectives)."""
   try:
     return fn()
   except Exception as e:
     return {"error": f"{type(e).__name__}: {e}"}
 
 
-# ---------------------------------------------------------------- what each process runs
+# ------------------------------------------------------- what each process runs
 
 
 def _first(base: str) -> dict:
@@ -187,7 +201,11 @@ def _first(base: str) -> dict:
   data = dataset(BATCH)
   touched = []
   batch = core.load_global_batch(
-    lambda rows: touched.append(rows.tolist()) or {k: v[rows] for k, v in data.items()}, BATCH, mesh
+    lambda rows: (
+      touched.append(rows.tolist()) or {k: v[rows] for k, v in data.items()}
+    ),
+    BATCH,
+    mesh,
   )
   out["rows_read"] = touched
   out["slice"] = [
@@ -196,9 +214,12 @@ def _first(base: str) -> dict:
   ]
   out["global_shape"] = list(batch["x"].shape)
   rows = core.process_batch_indices(BATCH, mesh)
-  inferred = core.host_local_batch_to_global(data["x"][rows], mesh)  # size from the processes
+  # size from the processes
+  inferred = core.host_local_batch_to_global(data["x"][rows], mesh)
   out["inferred_equal"] = bool(jnp.array_equal(inferred, batch["x"]))
-  out["gathered_x"] = np.asarray(multihost_utils.process_allgather(batch["x"], tiled=True)).tolist()
+  out["gathered_x"] = np.asarray(
+    multihost_utils.process_allgather(batch["x"], tiled=True)
+  ).tolist()
   out["local_shards"] = sorted(
     [s.index[0].start, s.index[0].stop, np.asarray(s.data).tolist()]
     for s in batch["x"].addressable_shards
@@ -210,7 +231,9 @@ def _first(base: str) -> dict:
   rows = dataset(3 * BATCH)
   for step in range(3):
     batch = core.load_global_batch(
-      lambda r, step=step: {k: v[step * BATCH + r] for k, v in rows.items()}, BATCH, mesh
+      lambda r, step=step: {k: v[step * BATCH + r] for k, v in rows.items()},
+      BATCH,
+      mesh,
     )
     params, loss = linear_step(params, batch)
     losses.append(float(loss))
@@ -222,7 +245,8 @@ def _first(base: str) -> dict:
     "devices": len(params["w"].sharding.device_set),
   }
 
-  # train_loop with orbax checkpoints: uninterrupted, and interrupted at INTERRUPT_AT.
+  # train_loop with orbax checkpoints: uninterrupted, and interrupted at
+  # INTERRUPT_AT.
   state, history = run_train_loop(
     base / "uninterrupted" / f"p{pid}", STEPS, mesh, desc="multihost-train-bar"
   )
@@ -231,7 +255,9 @@ def _first(base: str) -> dict:
   out["interrupted_history"] = history
 
   # Process-0 writes: metrics and progress bars.
-  with core.MetricWriter(base / "writes" / f"p{pid}", tensorboard=False) as writer:
+  with core.MetricWriter(
+    base / "writes" / f"p{pid}", tensorboard=False
+  ) as writer:
     for step in core.progress(range(2), desc="multihost-progress-bar"):
       writer.write(step, {"loss": 1.0 / (step + 1)})
   # results.json and plots (process-0 aware once core.results is).
@@ -241,11 +267,17 @@ def _first(base: str) -> dict:
   import matplotlib.pyplot as plt
 
   core.save_figure(plt.figure(), base / "results" / f"p{pid}", "plot")
-  core.write_results(base / "results" / f"p{pid}", metrics={"loss": 1.0}, config={"a": 1})
+  core.write_results(
+    base / "results" / f"p{pid}", metrics={"loss": 1.0}, config={"a": 1}
+  )
 
-  # A core.sweep grid over both processes: whole, and stopped after its first chunk.
+  # A core.sweep grid over both processes: whole, and stopped after its first
+  # chunk.
   out["sweep"] = _guarded(
-    lambda: {"full": run_sweep_grid(), "part": run_sweep_grid(base / "sweep", max_chunks=1)}
+    lambda: {
+      "full": run_sweep_grid(),
+      "part": run_sweep_grid(base / "sweep", max_chunks=1),
+    }
   )
   return out
 
@@ -255,11 +287,16 @@ def _resumed(base: str) -> dict:
   pid = jax.process_index()
   mesh = core.make_mesh()
   read_log = []
-  state, history = run_train_loop(base / "resumed" / f"p{pid}", STEPS, mesh, read_log=read_log)
-  # The uninterrupted run's last checkpoint, restored explicitly into this new job.
+  state, history = run_train_loop(
+    base / "resumed" / f"p{pid}", STEPS, mesh, read_log=read_log
+  )
+  # The uninterrupted run's last checkpoint, restored explicitly into this new
+  # job.
   with core.Checkpointer(base / "uninterrupted" / "ckpt") as ckpt:
     steps = ckpt.all_steps()
-    restored = state.restore_from(ckpt.restore(None, model_state(mesh).checkpoint_tree()))
+    restored = state.restore_from(
+      ckpt.restore(None, model_state(mesh).checkpoint_tree())
+    )
   return {
     "params": params_of(state),
     "history": history,
@@ -272,7 +309,7 @@ def _resumed(base: str) -> dict:
   }
 
 
-# ---------------------------------------------------------------- the jobs (once per module)
+# --------------------------------------------------- the jobs (once per module)
 
 
 def _make_workdirs(base: pathlib.Path) -> None:
@@ -314,7 +351,12 @@ def resumed_job(base, first_job):
 def test_the_processes_form_one_job_of_four_devices(first_job):
   for pid, run in enumerate(first_job):
     out = run.output
-    assert (out["process"], out["processes"], out["devices"], out["local_devices"]) == (
+    assert (
+      out["process"],
+      out["processes"],
+      out["devices"],
+      out["local_devices"],
+    ) == (
       pid,
       2,
       4,
@@ -328,7 +370,8 @@ def test_each_process_reads_only_its_own_rows_of_the_batch(first_job):
   for pid, run in enumerate(first_job):
     out = run.output
     mine = list(range(pid * BATCH // 2, (pid + 1) * BATCH // 2))
-    assert out["rows_read"] == [mine]  # one read, this process's half, never the rest
+    # one read, this process's half, never the rest
+    assert out["rows_read"] == [mine]
     assert out["slice"] == [mine[0], mine[-1] + 1]
     assert out["global_shape"] == [BATCH, FEATURES] and out["inferred_equal"]
     np.testing.assert_array_equal(np.asarray(out["gathered_x"], np.float32), x)
@@ -338,7 +381,9 @@ def test_each_process_reads_only_its_own_rows_of_the_batch(first_job):
       [mine[0] + 2, mine[0] + 4],
     ]
     for start, stop, values in out["local_shards"]:
-      np.testing.assert_array_equal(np.asarray(values, np.float32), x[start:stop])
+      np.testing.assert_array_equal(
+        np.asarray(values, np.float32), x[start:stop]
+      )
 
 
 def test_data_parallel_step_equals_single_process_step(first_job):
@@ -361,10 +406,13 @@ def test_data_parallel_step_equals_single_process_step(first_job):
     losses.append(float(loss))
   for run in first_job:
     out = run.output["linear"]
-    assert out["replicated"] and out["devices"] == 4  # replicated over both processes
+    # replicated over both processes
+    assert out["replicated"] and out["devices"] == 4
     np.testing.assert_allclose(out["w"], w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out["b"], b, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(out["w"], np.asarray(params["w"]), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+      out["w"], np.asarray(params["w"]), rtol=1e-6, atol=1e-7
+    )
     np.testing.assert_allclose(out["losses"], losses, rtol=1e-6)
   assert first_job[0].output["linear"] == first_job[1].output["linear"]
 
@@ -377,34 +425,55 @@ def test_train_loop_equals_single_process_run(first_job):
       np.testing.assert_allclose(out["params"][k], v, rtol=1e-5, atol=1e-6)
     assert [r["step"] for r in out["history"]] == list(range(1, STEPS + 1))
     np.testing.assert_allclose(
-      [r["train/loss"] for r in out["history"]], [r["train/loss"] for r in history], rtol=1e-5
+      [r["train/loss"] for r in out["history"]],
+      [r["train/loss"] for r in history],
+      rtol=1e-5,
     )
 
 
-def test_checkpoints_restore_into_a_new_two_process_job(base, first_job, resumed_job):
+def test_checkpoints_restore_into_a_new_two_process_job(
+  base, first_job, resumed_job
+):
   assert sorted(
-    p.name for p in (base / "uninterrupted" / "ckpt").iterdir() if p.name.isdigit()
+    p.name
+    for p in (base / "uninterrupted" / "ckpt").iterdir()
+    if p.name.isdigit()
   ) == ["3", "6"]  # written once, collectively
   expected = first_job[0].output["uninterrupted"]["params"]
   for run in resumed_job:
     out = run.output
-    assert out["checkpoint_steps"] == [INTERRUPT_AT, STEPS] and out["restored_step"] == STEPS
+    assert (
+      out["checkpoint_steps"] == [INTERRUPT_AT, STEPS]
+      and out["restored_step"] == STEPS
+    )
     assert out["restored"] == expected  # bit for bit
-    assert "'data': 4" in out["restored_sharding"]  # restored onto the global mesh
+    # restored onto the global mesh
+    assert "'data': 4" in out["restored_sharding"]
 
 
-def test_interrupted_then_resumed_run_equals_uninterrupted(first_job, resumed_job):
+def test_interrupted_then_resumed_run_equals_uninterrupted(
+  first_job, resumed_job
+):
   uninterrupted = first_job[0].output["uninterrupted"]
   for pid, run in enumerate(resumed_job):
     out = run.output
     assert out["params"] == uninterrupted["params"]  # bit for bit
-    # The records before the interruption are read back from <workdir>/history.jsonl,
-    # which process 0 alone writes: here only process 0's own workdir has them (a
-    # workdir shared by the hosts gives them to every process).
-    expected = uninterrupted["history"] if pid == 0 else uninterrupted["history"][INTERRUPT_AT:]
+    # The records before the interruption are read back from
+    # <workdir>/history.jsonl, which process 0 alone writes: here only process
+    # 0's own workdir has them (a workdir shared by the hosts gives them to
+    # every process).
+    expected = (
+      uninterrupted["history"]
+      if pid == 0
+      else uninterrupted["history"][INTERRUPT_AT:]
+    )
     assert out["history"] == expected
-    assert first_job[pid].output["interrupted_history"] == uninterrupted["history"][:INTERRUPT_AT]
-    # the resumed job read only steps 3..5, each process only its half of each batch
+    assert (
+      first_job[pid].output["interrupted_history"]
+      == uninterrupted["history"][:INTERRUPT_AT]
+    )
+    # the resumed job read only steps 3..5, each process only its half of each
+    # batch
     half = BATCH // 2
     assert out["read_log"] == [
       list(range(s * BATCH + pid * half, s * BATCH + (pid + 1) * half))
@@ -422,7 +491,9 @@ def _files(path: pathlib.Path) -> list[str]:
   )
 
 
-def test_only_process_0_writes_metrics_history_and_progress(base, first_job, resumed_job):
+def test_only_process_0_writes_metrics_history_and_progress(
+  base, first_job, resumed_job
+):
   assert _files(base / "writes" / "p0") == ["metrics.jsonl"]
   assert core.read_metrics(base / "writes" / "p0") == [
     {"step": 0, "loss": 1.0},
@@ -431,16 +502,21 @@ def test_only_process_0_writes_metrics_history_and_progress(base, first_job, res
   assert not (base / "writes" / "p1").exists()
   for run in ("uninterrupted", "resumed"):
     assert "history.jsonl" in _files(base / run / "p0")
-    assert _files(base / run / "p1") == ["checkpoints"]  # the link to the shared folder only
+    # the link to the shared folder only
+    assert _files(base / run / "p1") == ["checkpoints"]
   history = core.read_metrics(base / "resumed" / "p0", "history.jsonl")
-  assert [r["step"] for r in history] == list(range(1, STEPS + 1))  # resumed, not duplicated
+  # resumed, not duplicated
+  assert [r["step"] for r in history] == list(range(1, STEPS + 1))
   err0, err1 = first_job[0].stderr, first_job[1].stderr
   assert "multihost-progress-bar" in err0 and "multihost-train-bar" in err0
-  assert "multihost-progress-bar" not in err1 and "multihost-train-bar" not in err1
+  assert (
+    "multihost-progress-bar" not in err1 and "multihost-train-bar" not in err1
+  )
 
 
 def _results_writers_are_process_0_aware(tmp_path, monkeypatch) -> bool:
-  """Feature test: do ``write_results``/``save_figure`` write nothing on process 1?
+  """Feature test: do ``write_results``/``save_figure`` write nothing on process
+  1?
 
   Run here in one process with ``jax.process_index`` patched to 1, as the
   process-0 checks of the other writers are; when it holds, the two-process
@@ -461,16 +537,21 @@ def _results_writers_are_process_0_aware(tmp_path, monkeypatch) -> bool:
   return not _files(tmp_path / "probe")
 
 
-def test_only_process_0_writes_results_json_and_plots(base, first_job, tmp_path, monkeypatch):
+def test_only_process_0_writes_results_json_and_plots(
+  base, first_job, tmp_path, monkeypatch
+):
   assert _files(base / "results" / "p0") == ["plot.png", "results.json"]
   assert _results_writers_are_process_0_aware(tmp_path, monkeypatch)
   assert _files(base / "results" / "p1") == []
 
 
-def test_sweep_over_both_processes_equals_single_process_sweep(first_job, resumed_job):
+def test_sweep_over_both_processes_equals_single_process_sweep(
+  first_job, resumed_job
+):
   for run in first_job + resumed_job:
     assert "error" not in run.output["sweep"], run.output["sweep"]["error"]
-  # float64 numpy: every run's SGD on the shared batch, from its own initial weights
+  # float64 numpy: every run's SGD on the shared batch, from its own initial
+  # weights
   hp, keys, data = sweep_inputs()
   x, y = data["x"].astype(np.float64), data["y"].astype(np.float64)
   ref_loss = np.zeros((SWEEP_RUNS, SWEEP_STEPS))
@@ -481,24 +562,33 @@ def test_sweep_over_both_processes_equals_single_process_sweep(first_job, resume
     for t in range(SWEEP_STEPS):
       r = x @ w + b - y
       ref_loss[i, t] = np.mean(r**2)
-      w, b = w - hp["lr"][i] * 2 * x.T @ r / BATCH, b - hp["lr"][i] * 2 * r.mean()
+      w, b = (
+        w - hp["lr"][i] * 2 * x.T @ r / BATCH,
+        b - hp["lr"][i] * 2 * r.mean(),
+      )
     ref_w[i] = w
-  single = run_sweep_grid()  # this process's sweep: a runs mesh of its own devices
+  # this process's sweep: a runs mesh of its own devices
+  single = run_sweep_grid()
   np.testing.assert_allclose(single["loss"], ref_loss, rtol=1e-5)
   for pid in range(NUM_PROCESSES):
     full = first_job[pid].output["sweep"]["full"]
-    assert full["mesh"] == {"runs": 4} and full["processes"] == [0, 1]  # spans both
+    # spans both
+    assert full["mesh"] == {"runs": 4} and full["processes"] == [0, 1]
     np.testing.assert_allclose(full["loss"], single["loss"], rtol=1e-6)
     np.testing.assert_allclose(full["w"], single["w"], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(full["w"], ref_w, rtol=1e-5, atol=1e-6)
     part = first_job[pid].output["sweep"]["part"]
     assert part["steps_done"] == SWEEP_CHUNK
     resumed = resumed_job[pid].output["sweep"]["resumed"]
-    assert (resumed["resumed_from"], resumed["steps_done"]) == (SWEEP_CHUNK, SWEEP_STEPS)
-    assert resumed["loss"] == full["loss"] and resumed["w"] == full["w"]  # bit for bit
+    assert (resumed["resumed_from"], resumed["steps_done"]) == (
+      SWEEP_CHUNK,
+      SWEEP_STEPS,
+    )
+    # bit for bit
+    assert resumed["loss"] == full["loss"] and resumed["w"] == full["w"]
 
 
-# ---------------------------------------------------------------- data helpers in one process
+# -------------------------------------------------- data helpers in one process
 
 
 def test_one_process_reads_the_whole_batch_on_the_same_code_path():
@@ -520,7 +610,9 @@ def test_one_process_reads_the_whole_batch_on_the_same_code_path():
 def test_data_helpers_reject_bad_input():
   mesh = core.make_mesh(4)
   for bad in (0, 6, 4.0, True, None):
-    with pytest.raises(ValueError, match="global_batch_size must be a positive int divisible"):
+    with pytest.raises(
+      ValueError, match=("global_batch_size must be a positive int divisible")
+    ):
       core.process_batch_indices(bad, mesh)
   with pytest.raises(TypeError, match="Mesh or NamedSharding"):
     core.process_batch_indices(8, "data")
@@ -528,13 +620,14 @@ def test_data_helpers_reject_bad_input():
     core.host_local_batch_to_global({"x": np.zeros((6, 2))}, mesh, 8)
   with pytest.raises(ValueError, match="got a scalar"):
     core.host_local_batch_to_global({"x": np.zeros(())}, mesh)
-  # another process's rows are never requested: the reader sees this process's only
-  assert core.load_global_batch(lambda r: {"n": np.full(len(r), len(r))}, 8, mesh)["n"].shape == (
-    8,
-  )
+  # another process's rows are never requested: the reader sees this process's
+  # only
+  assert core.load_global_batch(
+    lambda r: {"n": np.full(len(r), len(r))}, 8, mesh
+  )["n"].shape == (8,)
 
 
-# ---------------------------------------------------------------- the launcher itself
+# ---------------------------------------------------------- the launcher itself
 
 
 def _alive(pid: int) -> bool:
@@ -543,20 +636,26 @@ def _alive(pid: int) -> bool:
   except ProcessLookupError:
     return False
   try:  # a zombie is gone too, waiting for its parent to reap it
-    return pathlib.Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    return (
+      pathlib.Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+      != "Z"
+    )
   except OSError:
     return True
 
 
 def _child_then(action: str, tmp_path: pathlib.Path) -> list[str]:
-  """A process that starts a long-lived child, records its pid, then does ``action``."""
+  """A process that starts a long-lived child, records its pid, then does
+  ``action``."""
   code = (
     "import os, subprocess, sys, time\n"
-    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
-    f"open(os.path.join({str(tmp_path)!r}, 'child_' + os.environ['JAX_PROCESS_ID']), 'w')"
-    ".write(str(child.pid))\n"
-    "print('process', os.environ['JAX_PROCESS_ID'], 'of', os.environ['JAX_NUM_PROCESSES'],"
-    " 'at', os.environ['JAX_COORDINATOR_ADDRESS'], flush=True)\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; "
+    "time.sleep(120)'])\n"
+    f"open(os.path.join({str(tmp_path)!r}, 'child_' + "
+    "os.environ['JAX_PROCESS_ID']), 'w').write(str(child.pid))\n"
+    "print('process', os.environ['JAX_PROCESS_ID'], 'of', "
+    "os.environ['JAX_NUM_PROCESSES'], 'at', "
+    "os.environ['JAX_COORDINATOR_ADDRESS'], flush=True)\n"
     f"{action}\n"
   )
   return [sys.executable, "-c", code]
@@ -566,7 +665,10 @@ def _wait_for_files(paths, seconds=30.0):
   import time
 
   deadline = time.monotonic() + seconds
-  while not all(p.exists() and p.read_text() for p in paths) and time.monotonic() < deadline:
+  while (
+    not all(p.exists() and p.read_text() for p in paths)
+    and time.monotonic() < deadline
+  ):
     time.sleep(0.05)
 
 
@@ -576,19 +678,28 @@ def test_launcher_kills_every_process_group_when_one_fails(tmp_path):
     "(time.sleep(1), sys.exit('process 1 gives up'))"
   )
   with pytest.raises(multiprocess_util.MultiprocessError) as err:
-    multiprocess_util.launch(_child_then(action, tmp_path), num_processes=2, timeout=60)
+    multiprocess_util.launch(
+      _child_then(action, tmp_path), num_processes=2, timeout=60
+    )
   text = str(err.value)
   assert "2-process job a process failed" in text
-  assert "process 0: exit status -9" in text and "process 1: exit status 1" in text
+  assert (
+    "process 0: exit status -9" in text and "process 1: exit status 1" in text
+  )
   assert "process 1 gives up" in text  # each log is shown
   assert "process 0 of 2 at 127.0.0.1:" in text and "process 1 of 2" in text
   pids = [int((tmp_path / f"child_{i}").read_text()) for i in range(2)]
-  assert not any(_alive(pid) for pid in pids)  # the children of both processes are gone
+  # the children of both processes are gone
+  assert not any(_alive(pid) for pid in pids)
 
 
 def test_launcher_times_out_and_leaves_nothing_running(tmp_path):
-  with pytest.raises(multiprocess_util.MultiprocessError, match="timed out after 2 s"):
-    multiprocess_util.launch(_child_then("time.sleep(120)", tmp_path), num_processes=2, timeout=2)
+  with pytest.raises(
+    multiprocess_util.MultiprocessError, match=("timed out after 2 s")
+  ):
+    multiprocess_util.launch(
+      _child_then("time.sleep(120)", tmp_path), num_processes=2, timeout=2
+    )
   pids = [int((tmp_path / f"child_{i}").read_text()) for i in range(2)]
   assert not any(_alive(pid) for pid in pids)
   with pytest.raises(ValueError, match="num_processes"):
@@ -597,7 +708,7 @@ def test_launcher_times_out_and_leaves_nothing_running(tmp_path):
     multiprocess_util.run_function("no_function_here")
 
 
-# ---------------------------------------------------------------- a real binary through core.app
+# ----------------------------------------------- a real binary through core.app
 
 LOGSTOP = [
   "-m",
@@ -613,7 +724,8 @@ LOGSTOP = [
 
 @pytest.mark.slow
 def test_smoke_binary_on_two_processes_matches_one_process(tmp_path):
-  """The logstop smoke binary through ``core.app``: 2 processes x 2 devices vs 1 process."""
+  """The logstop smoke binary through ``core.app``: 2 processes x 2 devices vs 1
+  process."""
   from concurrent.futures import ThreadPoolExecutor
 
   def run(n):  # the two jobs at once: three processes keep two cores busy

@@ -1,4 +1,5 @@
-"""core.results.palette_png / save_figure: palette PNGs that look the same, or the original."""
+"""core.results.palette_png / save_figure: palette PNGs that look the same, or
+the original."""
 
 import io
 
@@ -46,7 +47,8 @@ def test_images_a_palette_cannot_hold_are_left_as_they_are():
   noise = Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8))
   buf = io.BytesIO()
   noise.save(buf, "PNG")
-  assert results_lib.palette_png(buf.getvalue()) is None  # 4096 colours far apart
+  # 4096 colours far apart
+  assert results_lib.palette_png(buf.getvalue()) is None
   clear = Image.new("RGBA", (8, 8), (255, 0, 0, 0))
   buf = io.BytesIO()
   clear.save(buf, "PNG")

@@ -1,4 +1,5 @@
-"""Pre-registration: locks, the app's refusal, and the statuses a run records."""
+"""Pre-registration: locks, the app's refusal, and the statuses a run
+records."""
 
 import json
 import os
@@ -17,7 +18,12 @@ CLAIMS = (dict(id="acc", statement="accurate", metric="acc", held=0.8),)
 
 
 def _git(cwd, *args):
-  env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t")
+  env = dict(
+    os.environ,
+    GIT_AUTHOR_NAME="t",
+    GIT_AUTHOR_EMAIL="t@t",
+    GIT_COMMITTER_NAME=("t"),
+  )
   env["GIT_COMMITTER_EMAIL"] = "t@t"
   return subprocess.run(
     ["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
@@ -26,7 +32,8 @@ def _git(cwd, *args):
 
 @pytest.fixture
 def repo(tmp_path, monkeypatch):
-  """A git checkout with one experiment, ``regexp``, whose config declares CLAIMS."""
+  """A git checkout with one experiment, ``regexp``, whose config declares
+  CLAIMS."""
   root = tmp_path / "repo"
   exp = root / "experiments" / "regexp"
   exp.mkdir(parents=True)
@@ -55,7 +62,9 @@ def repo(tmp_path, monkeypatch):
   _git(root, "add", "-A")
   _git(root, "commit", "-qm", "experiment")
   monkeypatch.syspath_prepend(str(root))
-  for name in [k for k in sys.modules if k == "experiments" or k.startswith("experiments.")]:
+  for name in [
+    k for k in sys.modules if k == "experiments" or k.startswith("experiments.")
+  ]:
     monkeypatch.delitem(sys.modules, name)
   monkeypatch.setattr(distributed, "_initialized", False)
   monkeypatch.setattr(registration, "_CURRENT", None)
@@ -64,7 +73,9 @@ def repo(tmp_path, monkeypatch):
 
 def _lock(repo, claims=CLAIMS, commit=True):
   record = registration.lock_record("regexp", {"default": claims})
-  registration.write_lock(repo / "experiments" / "regexp" / registration.LOCK_FILE, record)
+  registration.write_lock(
+    repo / "experiments" / "regexp" / registration.LOCK_FILE, record
+  )
   if commit:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "register")
@@ -72,7 +83,12 @@ def _lock(repo, claims=CLAIMS, commit=True):
 
 
 def _run(repo, *args):
-  argv = ["prog", f"--config={repo / 'default.py'}", f"--workdir={repo / 'runs' / 'r'}", *args]
+  argv = [
+    "prog",
+    f"--config={repo / 'default.py'}",
+    f"--workdir={repo / 'runs' / 'r'}",
+    *args,
+  ]
   fv = flags.FlagValues()
   app.define_flags(fv, argv=argv)
   fv(argv)
@@ -82,7 +98,9 @@ def _run(repo, *args):
 
 def test_the_canonical_hash_ignores_defaults_and_layout():
   a = registration.claims_sha256(CLAIMS)
-  b = registration.claims_sha256([dict(CLAIMS[0], direction="higher", requires=[], oracle=False)])
+  b = registration.claims_sha256(
+    [dict(CLAIMS[0], direction="higher", requires=[], oracle=False)]
+  )
   assert a == b  # default-valued fields do not enter the hash
   assert a != registration.claims_sha256([dict(CLAIMS[0], held=0.81)])
   assert registration.canonical_claims(CLAIMS) == [
@@ -104,36 +122,48 @@ def test_a_run_with_a_committed_lock_is_registered(repo):
   rec = _run(repo)
   reg = rec["registration"]
   assert reg["status"] == "registered" and reg["config"] == "default"
-  assert reg["lock_commit"] == head and reg["lock_sha256"] == record["configs"]["default"]["sha256"]
+  assert (
+    reg["lock_commit"] == head
+    and reg["lock_sha256"] == record["configs"]["default"]["sha256"]
+  )
   assert rec["git"]["start_commit"] == rec["git"]["end_commit"] == head
   assert rec["git"]["dirty"] is False  # runs/ is ignored; nothing else changed
   assert rec["started_at"] <= rec["written_at"]
   assert rec["claims"][0]["verdict"] == "held"
-  assert registration.current_run() is None  # forgotten when the experiment returns
+  # forgotten when the experiment returns
+  assert registration.current_run() is None
 
 
 def test_unregistered_claims_refuse_to_start_unless_post_hoc(repo):
   with pytest.raises(absl_app.UsageError, match="not committed"):
     _run(repo)
-  _lock(repo, commit=False)  # written but not committed: the working tree does not count
+  # written but not committed: the working tree does not count
+  _lock(repo, commit=False)
   with pytest.raises(absl_app.UsageError, match="not committed"):
     _run(repo)
   _git(repo, "add", "-A")
   _git(repo, "commit", "-qm", "register")
   rec = _run(repo, "--post_hoc")
-  assert rec["registration"]["status"] == "registered"  # --post_hoc is harmless when registered
-  (repo / "default.py").write_text((repo / "default.py").read_text().replace("0.8", "0.5"))
+  # --post_hoc is harmless when registered
+  assert rec["registration"]["status"] == "registered"
+  (repo / "default.py").write_text(
+    (repo / "default.py").read_text().replace("0.8", "0.5")
+  )
   with pytest.raises(absl_app.UsageError, match="match no entry"):
     _run(repo)
 
 
 def test_a_changed_rule_runs_post_hoc_and_says_so(repo):
   _lock(repo)
-  (repo / "default.py").write_text((repo / "default.py").read_text().replace("0.8", "0.5"))
+  (repo / "default.py").write_text(
+    (repo / "default.py").read_text().replace("0.8", "0.5")
+  )
   rec = _run(repo, "--post_hoc")
   assert rec["registration"]["status"] == "post-hoc"
   assert "match no entry" in rec["registration"]["why"]
-  assert rec["git"]["dirty"] is True and "default.py" in rec["git"]["changed_files"]
+  assert (
+    rec["git"]["dirty"] is True and "default.py" in rec["git"]["changed_files"]
+  )
 
 
 def test_untracked_code_makes_the_start_dirty(repo):
@@ -151,7 +181,9 @@ def test_smoke_runs_need_no_registration(repo):
 
 
 def test_a_direct_call_that_issues_verdicts_is_post_hoc(tmp_path):
-  path = core.write_results(tmp_path, metrics={"acc": 0.9}, config={"claims": CLAIMS})
+  path = core.write_results(
+    tmp_path, metrics={"acc": 0.9}, config={"claims": CLAIMS}
+  )
   rec = json.loads(path.read_text())
   assert rec["registration"]["status"] == "post-hoc"
   assert "app entry" in rec["registration"]["why"]
@@ -159,7 +191,11 @@ def test_a_direct_call_that_issues_verdicts_is_post_hoc(tmp_path):
 
 def test_describe_gives_the_table_cells():
   rec = {
-    "registration": {"status": "rejudged", "lock_commit": "a" * 40, "lock_date": "2026-12-04T1"},
+    "registration": {
+      "status": "rejudged",
+      "lock_commit": "a" * 40,
+      "lock_date": ("2026-12-04T1"),
+    },
     "git": {"start_commit": "b" * 40},
     "started_at": "2026-12-01T00:00:00+00:00",
   }

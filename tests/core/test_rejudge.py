@@ -1,4 +1,5 @@
-"""Re-judging a results record under a committed lock (jaxpapers.core.rejudge)."""
+"""Re-judging a results record under a committed lock
+(jaxpapers.core.rejudge)."""
 
 import pathlib
 import types
@@ -7,15 +8,29 @@ import pytest
 
 from jaxpapers.core import registration, rejudge
 
-CLAIM = dict(id="gain", statement="x beats y", metric="derived.gain", direction="higher", held=0.5)
+CLAIM = dict(
+  id="gain",
+  statement="x beats y",
+  metric="derived.gain",
+  direction=("higher"),
+  held=0.5,
+)
 
 
 def _lock(claims=(CLAIM,), config="default"):
   record = registration.lock_record("paper", {config: list(claims)})
-  return registration.CommittedLock(record, "a" * 40, "2026-01-01", "paper/claims.lock.json")
+  return registration.CommittedLock(
+    record, "a" * 40, "2026-01-01", "paper/claims.lock.json"
+  )
 
 
-def _record(gain, *, verdict="held", registered_sha=None, command="--config=p/configs/default.py"):
+def _record(
+  gain,
+  *,
+  verdict="held",
+  registered_sha=None,
+  command=("--config=p/configs/default.py"),
+):
   rec = {
     "claims": [{"claim_id": "gain", "claim": CLAIM, "verdict": verdict}],
     "metrics": {"gain": gain, "derived": {"gain": gain}},
@@ -23,7 +38,10 @@ def _record(gain, *, verdict="held", registered_sha=None, command="--config=p/co
     "git": {"start_commit": "b" * 40, "end_commit": "b" * 40, "dirty": False},
   }
   if registered_sha is not None:
-    rec["registration"] = {"status": registration.REGISTERED, "lock_sha256": registered_sha}
+    rec["registration"] = {
+      "status": registration.REGISTERED,
+      "lock_sha256": registered_sha,
+    }
   return rec
 
 
@@ -39,21 +57,36 @@ def _rejudge(rec, lock=None, train=None):
 
 
 def test_config_of_reads_the_registration_then_the_command():
-  assert rejudge.config_of({"registration": {"config": "seeds"}, "command": "x"}) == "seeds"
-  assert rejudge.config_of({"command": "-m e.p.main --config=e/p/configs/full.py"}) == "full"
+  assert (
+    rejudge.config_of({"registration": {"config": "seeds"}, "command": "x"})
+    == "seeds"
+  )
+  assert (
+    rejudge.config_of({"command": ("-m e.p.main --config=e/p/configs/full.py")})
+    == "full"
+  )
   assert rejudge.config_of({"command": "-m e.p.main"}) is None
 
 
 def test_measured_in_prefers_the_start_commit_and_marks_dirty_runs():
-  git = {"start_commit": "1234567890", "end_commit": "abcdefabcd", "dirty": True}
+  git = {
+    "start_commit": "1234567890",
+    "end_commit": "abcdefabcd",
+    "dirty": True,
+  }
   assert rejudge.measured_in({"git": git}) == "1234567-dirty"
-  assert rejudge.measured_in({"measured_in": {"commit": "feedbeef00"}}) == "feedbee"
+  assert (
+    rejudge.measured_in({"measured_in": {"commit": "feedbeef00"}}) == "feedbee"
+  )
   assert rejudge.measured_in({}) == "unrecorded commit"
 
 
 def test_derive_prefers_the_rejudge_hook_and_skips_derivations_that_need_more():
   hook = types.ModuleType("hooked")
-  hook.rejudge_metrics = lambda metrics, config: {"n": len(metrics), "c": config["k"]}
+  hook.rejudge_metrics = lambda metrics, config: {
+    "n": len(metrics),
+    "c": config["k"],
+  }
   hook.derived_metrics = lambda metrics: pytest.fail("the hook must win")
   assert rejudge.derive(hook, {"a": 1, "derived": {}}, {"k": 3}) == (
     {"n": 2, "c": 3},
@@ -87,7 +120,11 @@ def test_other_rules_rejudge_and_record_the_changed_verdict():
   assert out["registration"]["status"] == registration.REJUDGED
   assert out["claims"][0]["verdict"] == "not reproduced"
   [change] = out["verdict_changes"]
-  assert (change["claim"], change["from"], change["to"]) == ("gain", "held", "not reproduced")
+  assert (change["claim"], change["from"], change["to"]) == (
+    "gain",
+    "held",
+    "not reproduced",
+  )
 
 
 def test_a_config_without_a_lock_entry_is_post_hoc_and_keeps_its_own_claims():
@@ -95,13 +132,17 @@ def test_a_config_without_a_lock_entry_is_post_hoc_and_keeps_its_own_claims():
   assert out["registration"] == {
     "status": registration.POST_HOC,
     "config": "pilot",
-    "why": "no entry 'pilot' in the committed lock: the file's own claims are judged",
+    "why": (
+      "no entry 'pilot' in the committed lock: the file's own claims are judged"
+    ),
   }
   assert out["claims"][0]["claim"]["id"] == "gain"
 
 
 def test_a_run_without_verdicts_stays_without_verdicts():
-  out = _rejudge(_record(0.9, verdict=None, command="--config=p/configs/smoke.py"))
+  out = _rejudge(
+    _record(0.9, verdict=None, command=("--config=p/configs/smoke.py"))
+  )
   assert out["registration"]["status"] == registration.NOT_REQUIRED
   assert out["claims"][0]["verdict"] is None
 
@@ -112,7 +153,9 @@ def test_derived_values_are_recomputed_only_from_the_main_binary():
   out = _rejudge(_record(0.3), train=train)
   assert out["metrics"]["derived"] == {"gain": 0.6}
   assert out["claims"][0]["verdict"] == "held"
-  assert out["claims_judged"]["derived_metrics"].endswith("by paper.train.derived_metrics")
+  assert out["claims_judged"]["derived_metrics"].endswith(
+    "by paper.train.derived_metrics"
+  )
   other = rejudge.rejudge_record(
     _record(0.3),
     lock=_lock(),

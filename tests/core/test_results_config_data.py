@@ -62,21 +62,34 @@ class Cfg:
 
 
 def test_config_to_dataclass_and_unknown_fields():
-  cfg = core.config_to_dataclass(ml_collections.ConfigDict({"lr": 0.1, "model": {"width": 4}}), Cfg)
+  cfg = core.config_to_dataclass(
+    ml_collections.ConfigDict({"lr": 0.1, "model": {"width": 4}}), Cfg
+  )
   assert cfg == Cfg(lr=0.1, model=Model(width=4))
   with pytest.raises(
-    ValueError, match=r"Unknown config field\(s\) \['lrr'\].*allowed fields are \['lr', 'model'\]"
+    ValueError,
+    match=(
+      r"Unknown config field\(s\) \['lrr'\].*allowed fields are \['lr', "
+      r"'model'\]"
+    ),
   ):
     core.config_to_dataclass({"lrr": 0.1}, Cfg)
-  with pytest.raises(ValueError, match=r"Unknown config field\(s\) \['depth'\] for Model"):
+  with pytest.raises(
+    ValueError, match=(r"Unknown config field\(s\) \['depth'\] for Model")
+  ):
     core.config_to_dataclass({"lr": 0.1, "model": {"depth": 2}}, Cfg)
   with pytest.raises(ValueError, match="Missing required"):
     core.config_to_dataclass({}, Cfg)
 
 
 def test_validators():
-  assert core.validate_choice("adam", name="optimizer", allowed=["adam", "sgd"]) == "adam"
-  with pytest.raises(ValueError, match=r"optimizer must be one of \['adam', 'sgd'\], got 'adm'"):
+  assert (
+    core.validate_choice("adam", name="optimizer", allowed=["adam", "sgd"])
+    == "adam"
+  )
+  with pytest.raises(
+    ValueError, match=(r"optimizer must be one of \['adam', 'sgd'\], got 'adm'")
+  ):
     core.validate_choice("adm", name="optimizer", allowed=["adam", "sgd"])
   with pytest.raises(ValueError, match="lr must be > 0"):
     core.validate_positive(0.0, name="lr")
@@ -91,20 +104,29 @@ def test_resolve_data_dir_order(tmp_path, monkeypatch):
   env = tmp_path / "env"
   (env / "hg").mkdir(parents=True)
   monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(env))
-  assert core.resolve_data_dir(explicit, subdir="hg") == (explicit / "hg").resolve()
+  assert (
+    core.resolve_data_dir(explicit, subdir="hg") == (explicit / "hg").resolve()
+  )
   assert core.resolve_data_dir(None, subdir="hg") == (env / "hg").resolve()
   with pytest.raises(FileNotFoundError) as err:
     core.resolve_data_dir(tmp_path / "nope", subdir="missing_set")
   msg = str(err.value)
-  assert "data_dir argument" in msg and "JAXPAPERS_DATA_DIR" in msg and "../shared/data" in msg
+  assert (
+    "data_dir argument" in msg
+    and "JAXPAPERS_DATA_DIR" in msg
+    and "../shared/data" in msg
+  )
   monkeypatch.delenv(core.DATA_DIR_ENV_VAR)
   monkeypatch.setattr(core_data, "_SIBLING_SHARED", tmp_path / "no_shared")
-  assert core.resolve_data_dir(None, subdir="missing_set", required=False) is None
+  assert (
+    core.resolve_data_dir(None, subdir="missing_set", required=False) is None
+  )
 
 
 @pytest.fixture
 def places(tmp_path, monkeypatch):
-  """A data_dir argument, an environment directory and a ../shared/data, each holding 'hg'."""
+  """A data_dir argument, an environment directory and a ../shared/data, each
+  holding 'hg'."""
   out = {}
   for name in ("arg", "env", "shared"):
     (tmp_path / name / "hg").mkdir(parents=True)
@@ -121,15 +143,26 @@ def test_locate_data_dir_says_which_place_it_used(places, monkeypatch):
     "../shared/data beside the checkout",
   )
   monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(places["env"]))
-  assert core.locate_data_dir("", subdir="hg") == (hg("env"), "$JAXPAPERS_DATA_DIR")
-  assert core.locate_data_dir(places["arg"], subdir="hg") == (hg("arg"), "data_dir argument")
+  assert core.locate_data_dir("", subdir="hg") == (
+    hg("env"),
+    "$JAXPAPERS_DATA_DIR",
+  )
+  assert core.locate_data_dir(places["arg"], subdir="hg") == (
+    hg("arg"),
+    "data_dir argument",
+  )
   monkeypatch.delenv(core.DATA_DIR_ENV_VAR)
-  assert core.locate_data_dir(subdir="other", required=False) == (None, "none found")
+  assert core.locate_data_dir(subdir="other", required=False) == (
+    None,
+    "none found",
+  )
 
 
 @pytest.mark.parametrize("required", [True, False])
 @pytest.mark.parametrize("what", ["missing", "file", "lacks_subdir"])
-def test_a_given_environment_directory_is_never_skipped(places, monkeypatch, what, required):
+def test_a_given_environment_directory_is_never_skipped(
+  places, monkeypatch, what, required
+):
   """$JAXPAPERS_DATA_DIR pointing nowhere (or at a folder without the set) is an error naming
   it, never a silent switch to ../shared/data (which holds 'hg' here) or to synthetic data."""
   target = {
@@ -140,7 +173,9 @@ def test_a_given_environment_directory_is_never_skipped(places, monkeypatch, wha
   if what == "file":
     target.write_text("x")
   monkeypatch.setenv(core.DATA_DIR_ENV_VAR, str(target))
-  with pytest.raises(FileNotFoundError, match=r"\$JAXPAPERS_DATA_DIR = '.*' was given") as err:
+  with pytest.raises(
+    FileNotFoundError, match=(r"\$JAXPAPERS_DATA_DIR = '.*' was given")
+  ) as err:
     core.locate_data_dir(None, subdir="hg", required=required)
   assert str(target) in str(err.value)
   assert "never replaced" in str(err.value)
@@ -148,13 +183,17 @@ def test_a_given_environment_directory_is_never_skipped(places, monkeypatch, wha
 
 @pytest.mark.parametrize("required", [True, False])
 def test_a_given_data_dir_without_the_dataset_is_an_error(places, required):
-  with pytest.raises(FileNotFoundError, match=r"data_dir argument .* has no 'missing_set'"):
+  with pytest.raises(
+    FileNotFoundError, match=(r"data_dir argument .* has no 'missing_set'")
+  ):
     core.locate_data_dir(places["arg"], subdir="missing_set", required=required)
 
 
 @pytest.mark.parametrize("subdir", ["../env/hg", "/etc", "hg/../../env/hg"])
 def test_subdir_cannot_leave_the_data_dir(places, subdir):
-  with pytest.raises(ValueError, match=r"subdir .* must be a relative path inside"):
+  with pytest.raises(
+    ValueError, match=(r"subdir .* must be a relative path inside")
+  ):
     core.locate_data_dir(places["arg"], subdir=subdir)
 
 
@@ -167,19 +206,31 @@ def test_resolve_inside_refuses_escapes(tmp_path):
   (root / "file_link.txt").symlink_to(tmp_path / "outside" / "secret.txt")
   (root / "in_link").symlink_to(root / "inside")
   for bad in ("../outside", "inside/../../outside", str(tmp_path / "outside")):
-    with pytest.raises(ValueError, match=r"dataset name .* must be a relative path inside"):
+    with pytest.raises(
+      ValueError, match=(r"dataset name .* must be a relative path inside")
+    ):
       core.resolve_inside(root, bad, name="dataset name")
   for bad in ("out_link", "out_link/secret.txt", "file_link.txt"):
-    with pytest.raises(ValueError, match=r"dataset name .* leads outside .*through a symlink"):
+    with pytest.raises(
+      ValueError, match=(r"dataset name .* leads outside .*through a symlink")
+    ):
       core.resolve_inside(root, bad, name="dataset name")
   with pytest.raises(TypeError, match="dataset name must be a path"):
     core.resolve_inside(root, 3, name="dataset name")
-  # Inside: plain names, a symlink that stays inside, a not-yet-existing file, a linked root.
-  assert core.resolve_inside(root, "inside", "x.npz") == (root / "inside" / "x.npz").resolve()
+  # Inside: plain names, a symlink that stays inside, a not-yet-existing file, a
+  # linked root.
+  assert (
+    core.resolve_inside(root, "inside", "x.npz")
+    == (root / "inside" / "x.npz").resolve()
+  )
   assert core.resolve_inside(root, "in_link") == (root / "inside").resolve()
   (tmp_path / "root_link").symlink_to(root)
-  assert core.resolve_inside(tmp_path / "root_link", "inside") == (root / "inside").resolve()
-  # A trusted folder above the root (e.g. a model cache whose snapshots link to its blobs).
+  assert (
+    core.resolve_inside(tmp_path / "root_link", "inside")
+    == (root / "inside").resolve()
+  )
+  # A trusted folder above the root (e.g. a model cache whose snapshots link to
+  # its blobs).
   got = core.resolve_inside(root, "out_link", within=tmp_path)
   assert got == (tmp_path / "outside").resolve()
 
@@ -189,18 +240,39 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
     {
       "lr": 0.1,
       "claims": (
-        dict(id="acc", statement="accuracy above 0.8", metric="acc", held=0.8, partly=0.5),
-        dict(id="loss", statement="loss below 0.1", metric="loss", direction="lower", held=0.1),
+        dict(
+          id="acc",
+          statement="accuracy above 0.8",
+          metric="acc",
+          held=0.8,
+          partly=0.5,
+        ),
+        dict(
+          id="loss",
+          statement="loss below 0.1",
+          metric="loss",
+          direction=("lower"),
+          held=0.1,
+        ),
       ),
     }
   )
-  monkeypatch.setattr("sys.argv", ["/x/experiments/demo/main.py", "--config=c.py", "--workdir=w d"])
-  path = core.write_results(tmp_path, metrics={"acc": np.float32(0.75)}, config=cfg)
+  monkeypatch.setattr(
+    "sys.argv",
+    ["/x/experiments/demo/main.py", "--config=c.py", "--workdir=w d"],
+  )
+  path = core.write_results(
+    tmp_path, metrics={"acc": np.float32(0.75)}, config=cfg
+  )
   rec = json.loads(path.read_text())
   assert [c["verdict"] for c in rec["claims"]] == ["partly", "inconclusive"]
-  assert rec["claims"][0]["measured"] == 0.75 and "missing" in rec["claims"][1]["reason"]
+  assert (
+    rec["claims"][0]["measured"] == 0.75
+    and "missing" in rec["claims"][1]["reason"]
+  )
   assert rec["config"]["claims"][0]["id"] == "acc"
-  # The module that __main__ was run as (pytest's, or an xdist worker's), then the arguments.
+  # The module that __main__ was run as (pytest's, or an xdist worker's), then
+  # the arguments.
   spec = getattr(sys.modules["__main__"], "__spec__", None)
   head = (
     f"python -m {spec.name.removesuffix('.__main__')}"
@@ -212,18 +284,29 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   assert git["start_commit"] is None  # not started through the app entry
   assert git["end_commit"] is None or len(git["end_commit"]) == 40
   assert git["dirty"] is None or isinstance(git["dirty"], bool)
-  # verdicts issued outside the app entry cannot be shown to follow a committed lock
+  # verdicts issued outside the app entry cannot be shown to follow a committed
+  # lock
   assert rec["registration"]["status"] == "post-hoc"
   assert "started_at" in rec and rec["written_at"]
-  # claims passed explicitly win; issue_verdicts=False records values without verdicts
+  # claims passed explicitly win; issue_verdicts=False records values without
+  # verdicts
   path = core.write_results(
-    tmp_path, metrics={"acc": 0.9}, config={"lr": 0.1}, claims=cfg.claims[:1], issue_verdicts=False
+    tmp_path,
+    metrics={"acc": 0.9},
+    config={"lr": 0.1},
+    claims=cfg.claims[:1],
+    issue_verdicts=False,
   )
   rec = json.loads(path.read_text())
-  assert rec["claims"][0]["verdict"] is None and rec["claims"][0]["measured"] == 0.9
-  path = core.write_results(tmp_path, metrics={}, config={"issue_verdicts": False, "claims": ()})
+  assert (
+    rec["claims"][0]["verdict"] is None and rec["claims"][0]["measured"] == 0.9
+  )
+  path = core.write_results(
+    tmp_path, metrics={}, config={"issue_verdicts": False, "claims": ()}
+  )
   assert json.loads(path.read_text())["claims"] == []
-  # a malformed claim is recorded as an error; the finished run's results are still written
+  # a malformed claim is recorded as an error; the finished run's results are
+  # still written
   path = core.write_results(
     tmp_path,
     metrics={"acc": 1.0},
@@ -233,28 +316,40 @@ def test_results_claims_commit_and_command(tmp_path, monkeypatch):
   rec = json.loads(path.read_text())
   assert rec["metrics"] == {"acc": 1.0}
   assert "held must be a real number" in rec["claims"][0]["error"]
-  assert "held must be a real number" in core.claims_table(rec["claims"], measured_in="c")
+  assert "held must be a real number" in core.claims_table(
+    rec["claims"], measured_in=("c")
+  )
 
 
 def test_command_line_script_and_module(monkeypatch):
   import types
 
-  monkeypatch.setitem(__import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=None))
+  monkeypatch.setitem(
+    __import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=None)
+  )
   assert core.command_line(["bench.py", "--n=3"]) == "python bench.py --n=3"
   spec = types.SimpleNamespace(name="experiments.soda.main")
-  monkeypatch.setitem(__import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=spec))
-  assert core.command_line(["/abs/experiments/soda/main.py", "--workdir=x"]) == (
-    "python -m experiments.soda.main --workdir=x"
+  monkeypatch.setitem(
+    __import__("sys").modules, "__main__", types.SimpleNamespace(__spec__=spec)
   )
+  assert core.command_line(
+    ["/abs/experiments/soda/main.py", "--workdir=x"]
+  ) == ("python -m experiments.soda.main --workdir=x")
 
 
 def test_table_file_holds_the_recorded_table(tmp_path):
   table = "| a |\n|---|\n| 1 |"
-  core.write_results(tmp_path, metrics={}, config={}, table_markdown=table, table_file="t.md")
-  assert (tmp_path / "t.md").read_text() == core.read_results(tmp_path)["table_markdown"] + "\n"
+  core.write_results(
+    tmp_path, metrics={}, config={}, table_markdown=table, table_file=("t.md")
+  )
+  assert (tmp_path / "t.md").read_text() == core.read_results(tmp_path)[
+    "table_markdown"
+  ] + "\n"
   assert (tmp_path / "t.md").read_text() == table + "\n"
   # No table in the record: no file (never the text "None").
-  core.write_results(tmp_path / "empty", metrics={}, config={}, table_file="t.md")
+  core.write_results(
+    tmp_path / "empty", metrics={}, config={}, table_file=("t.md")
+  )
   assert not (tmp_path / "empty" / "t.md").exists()
 
 
@@ -267,7 +362,9 @@ def test_table_file_must_be_a_file_name(tmp_path, bad):
 
 def test_table_file_only_on_process_zero(tmp_path, monkeypatch):
   monkeypatch.setattr(jax, "process_index", lambda: 1)
-  core.write_results(tmp_path, metrics={}, config={}, table_markdown="| a |", table_file="t.md")
+  core.write_results(
+    tmp_path, metrics={}, config={}, table_markdown="| a |", table_file=("t.md")
+  )
   assert not (tmp_path / "t.md").exists()
 
 
@@ -282,7 +379,8 @@ def test_only_process_zero_writes(tmp_path, monkeypatch):
   assert core.save_figure(fig, tmp_path / "p", "curve") is None
   assert core.write_results(tmp_path / "p", metrics={}, config={}) is None
   assert not (tmp_path / "p").exists()
-  assert not plt.get_fignums() or fig.number not in plt.get_fignums()  # closed anyway
+  # closed anyway
+  assert not plt.get_fignums() or fig.number not in plt.get_fignums()
 
 
 def test_results_through_epath(tmp_path):
@@ -309,8 +407,13 @@ def test_validate_learning_rates_names_the_field():
   ok = ml_collections.ConfigDict(
     {
       "lr": 1e-3,
-      "digits": {"adamw_lrs": (1e-3, 1e-2), "muon_lrs": (), "lr_schedule": "cosine"},
-      "space": {"lr": ("loguniform", 1e-3, 3e-2)},  # a search-space spec: left alone
+      "digits": {
+        "adamw_lrs": (1e-3, 1e-2),
+        "muon_lrs": (),
+        "lr_schedule": ("cosine"),
+      },
+      # a search-space spec: left alone
+      "space": {"lr": ("loguniform", 1e-3, 3e-2)},
       "clip": -1.0,  # not a learning rate
       "teacher": {"learning_rate": 2e-4},
     }
@@ -330,5 +433,7 @@ def test_validate_learning_rates_names_the_field():
       node = node[p]
     with cfg.unlocked():
       node[leaf] = bad
-    with pytest.raises(ValueError, match=rf"config\.{path} must be a learning rate"):
+    with pytest.raises(
+      ValueError, match=(rf"config\.{path} must be a learning rate")
+    ):
       core.validate_learning_rates(cfg)

@@ -1,4 +1,5 @@
-"""core.sweep: sharded == unsharded, resume == uninterrupted, atomic cell store, no recompiles."""
+"""core.sweep: sharded == unsharded, resume == uninterrupted, atomic cell store,
+no recompiles."""
 
 import functools
 import json
@@ -20,9 +21,9 @@ R, T, C = 5, 12, 3  # runs (not a multiple of 8), steps, chunk length
 def _data():
   rng = np.random.default_rng(0)
   x = rng.standard_normal((32, 3)).astype(np.float32)
-  y = (x @ np.array([1.0, -2.0, 0.5], np.float32) + 0.1 * rng.standard_normal(32)).astype(
-    np.float32
-  )
+  y = (
+    x @ np.array([1.0, -2.0, 0.5], np.float32) + 0.1 * rng.standard_normal(32)
+  ).astype(np.float32)
   return {"x": jnp.asarray(x), "y": jnp.asarray(y)}
 
 
@@ -36,14 +37,19 @@ def init_fn(hp, key, data):
 
 
 def step_fn(state, hp, key, step, data):
-  idx = jax.random.randint(jax.random.fold_in(key, step), (8,), 0, data["x"].shape[0])
+  idx = jax.random.randint(
+    jax.random.fold_in(key, step), (8,), 0, data["x"].shape[0]
+  )
 
   def loss(w):
     return jnp.mean((data["x"][idx] @ w - data["y"][idx]) ** 2)
 
   value, g = jax.value_and_grad(loss)(state["w"])
   upd, opt = _tx(hp).update(g, state["opt"], state["w"])
-  return {"w": state["w"] + upd, "opt": opt}, {"loss": value, "gnorm": jnp.linalg.norm(g)}
+  return {"w": state["w"] + upd, "opt": opt}, {
+    "loss": value,
+    "gnorm": jnp.linalg.norm(g),
+  }
 
 
 def eval_fn(state, hp, key, data):
@@ -57,7 +63,8 @@ def _grid(r=R):
 
 @pytest.fixture(scope="module")
 def engine():
-  """One engine (default mesh) shared by the tests below: its compiled programs are reused."""
+  """One engine (default mesh) shared by the tests below: its compiled programs
+  are reused."""
   return core.Sweep(init_fn, step_fn, eval_fn)
 
 
@@ -73,9 +80,14 @@ def test_sharded_equals_single_device_and_shapes():
   assert jax.device_count() == 8
   hp, keys = _grid()
   data = _data()
-  mesh8 = jax.make_mesh((8,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,))
+  mesh8 = jax.make_mesh(
+    (8,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,)
+  )
   mesh1 = jax.make_mesh(
-    (1,), ("runs",), axis_types=(jax.sharding.AxisType.Auto,), devices=jax.devices()[:1]
+    (1,),
+    ("runs",),
+    axis_types=(jax.sharding.AxisType.Auto,),
+    devices=jax.devices()[:1],
   )
   sharded = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh8).run(
     hp, keys, num_steps=T, chunk_size=C, data=data
@@ -93,8 +105,9 @@ def test_sharded_equals_single_device_and_shapes():
 
 
 def test_two_axis_mesh_pads_runs_to_the_runs_axis_only(engine):
-  """On a (runs=2, data=4) mesh the 5 runs are padded to 6 (a multiple of the runs axis), not
-  to 8 (every device); the extra axis replicates each run and the results are unchanged."""
+  """On a (runs=2, data=4) mesh the 5 runs are padded to 6 (a multiple of the
+  runs axis), not to 8 (every device); the extra axis replicates each run and
+  the results are unchanged."""
   hp, keys = _grid()
   data = _data()
   auto = (jax.sharding.AxisType.Auto,) * 2
@@ -102,28 +115,38 @@ def test_two_axis_mesh_pads_runs_to_the_runs_axis_only(engine):
   res = core.Sweep(init_fn, step_fn, eval_fn, mesh=mesh).run(
     hp, keys, num_steps=T, chunk_size=C, data=data
   )
-  assert res.history["loss"].base.shape[0] == 6  # the host buffer holds the padded runs
+  # the host buffer holds the padded runs
+  assert res.history["loss"].base.shape[0] == 6
   ref = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
   _assert_trees(res, ref, rtol=1e-6, atol=1e-7)
 
 
 def test_runs_mesh_minimises_load_then_padding():
-  # The default mesh: e.g. 5 runs on 8 devices use 5 devices (one run each, no padding).
-  sizes = {r: sweep_lib.runs_mesh(r).devices.size for r in (1, 3, 8, 10, 13, 17)}
+  # The default mesh: e.g. 5 runs on 8 devices use 5 devices (one run each, no
+  # padding).
+  sizes = {
+    r: sweep_lib.runs_mesh(r).devices.size for r in (1, 3, 8, 10, 13, 17)
+  }
   assert sizes == {1: 1, 3: 3, 8: 8, 10: 5, 13: 7, 17: 6}
   with pytest.raises(ValueError, match="num_runs"):
     sweep_lib.runs_mesh(0)
 
 
 def test_each_run_equals_a_plain_python_loop(engine):
-  """Independent reference: one run alone, a Python loop over steps (no vmap, scan, sharding)."""
+  """Independent reference: one run alone, a Python loop over steps (no vmap,
+  scan, sharding)."""
   hp, keys = _grid()
   data = _data()
   res = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
-  whole = engine.run(hp, keys, num_steps=T, data=data)  # one chunk: init fused into it
+  # one chunk: init fused into it
+  whole = engine.run(hp, keys, num_steps=T, data=data)
   np.testing.assert_array_equal(whole.steps, [T])
-  np.testing.assert_allclose(whole.history["loss"], res.history["loss"], rtol=2e-5, atol=1e-6)
-  np.testing.assert_allclose(whole.evals[:, 0], res.evals[:, -1], rtol=2e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    whole.history["loss"], res.history["loss"], rtol=2e-5, atol=1e-6
+  )
+  np.testing.assert_allclose(
+    whole.evals[:, 0], res.evals[:, -1], rtol=2e-5, atol=1e-6
+  )
   one_step, one_eval = jax.jit(step_fn), jax.jit(eval_fn)
   for i in (0, R - 1):
     hp_i = jax.tree.map(lambda x: x[i], hp)
@@ -134,10 +157,15 @@ def test_each_run_equals_a_plain_python_loop(engine):
       losses.append(float(m["loss"]))
       if (t + 1) % C == 0:
         evals.append(float(one_eval(state, hp_i, keys[i], data)))
-    np.testing.assert_allclose(res.history["loss"][i], losses, rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      res.history["loss"][i], losses, rtol=2e-5, atol=1e-6
+    )
     np.testing.assert_allclose(res.evals[i], evals, rtol=2e-5, atol=1e-6)
     np.testing.assert_allclose(
-      np.asarray(res.state["w"][i]), np.asarray(state["w"]), rtol=2e-5, atol=1e-6
+      np.asarray(res.state["w"][i]),
+      np.asarray(state["w"]),
+      rtol=2e-5,
+      atol=1e-6,
     )
 
 
@@ -146,19 +174,31 @@ def test_interrupted_then_resumed_equals_uninterrupted(tmp_path, engine):
   data = _data()
   full = engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)
   part = engine.run(
-    hp, keys, num_steps=T, chunk_size=C, data=data, checkpoint_dir=tmp_path / "ck", max_chunks=2
+    hp,
+    keys,
+    num_steps=T,
+    chunk_size=C,
+    data=data,
+    checkpoint_dir=tmp_path / "ck",
+    max_chunks=2,
   )
   assert not part.complete and part.steps_done == 2 * C
   np.testing.assert_array_equal(part.history["loss"][:, 2 * C :], 0.0)
   # A rerun resumes from the checkpoint saved after chunk 2.
   resumed = engine.run(
-    hp, keys, num_steps=T, chunk_size=C, data=data, checkpoint_dir=tmp_path / "ck"
+    hp,
+    keys,
+    num_steps=T,
+    chunk_size=C,
+    data=data,
+    checkpoint_dir=tmp_path / "ck",
   )
   assert resumed.resumed_from == 2 * C and resumed.complete
   _assert_trees(resumed.history, full.history)
   _assert_trees(resumed.evals, full.evals)
   _assert_trees(resumed.state, full.state)
-  # Another grid on the same checkpoint directory is refused, not silently resumed.
+  # Another grid on the same checkpoint directory is refused, not silently
+  # resumed.
   with pytest.raises(ValueError, match="different sweep"):
     engine.run(
       jax.tree.map(lambda x: 2 * x, hp),
@@ -179,7 +219,8 @@ def test_no_recompilation_across_chunks_and_grids():
   data = _data()
   engine.run(hp, keys, num_steps=T, chunk_size=C, data=data)  # 4 chunks
   hp2 = {"lr": hp["lr"][::-1], "b1": hp["b1"] * 0.9}
-  engine.run(hp2, keys, num_steps=2 * T, chunk_size=C, data=data)  # another grid and horizon
+  # another grid and horizon
+  engine.run(hp2, keys, num_steps=2 * T, chunk_size=C, data=data)
 
 
 def test_bad_inputs_are_named(engine):
@@ -199,7 +240,9 @@ def test_bad_inputs_are_named(engine):
 def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
   store = core.CellStore(tmp_path / "cells")
   assert "a/b|c" not in store and len(store) == 0
-  store.put("a/b|c", {"acc": np.float32(0.5), "curve": np.arange(3), "t": (1, 2)})
+  store.put(
+    "a/b|c", {"acc": np.float32(0.5), "curve": np.arange(3), "t": (1, 2)}
+  )
   store.put("z", [1.0])
   assert store["a/b|c"] == {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}
   reopened = core.CellStore(tmp_path / "cells")
@@ -207,8 +250,8 @@ def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
     ("a/b|c", {"acc": 0.5, "curve": [0, 1, 2], "t": [1, 2]}),
     ("z", [1.0]),
   ]
-  # A serialiser failing halfway through (json.dump streams into the file) leaves the old
-  # value in place and no partial or temporary file behind.
+  # A serialiser failing halfway through (json.dump streams into the file)
+  # leaves the old value in place and no partial or temporary file behind.
   with pytest.raises(TypeError, match="JSON-serialisable"):
     store.put("z", {"first": list(range(1000)), "bad": object()})
   with pytest.raises(TypeError, match="JSON-serialisable"):
@@ -228,12 +271,17 @@ def test_cell_store_roundtrip_reopen_and_atomic_write(tmp_path, monkeypatch):
   assert not store.path("from_rank1").exists()
 
 
-def test_a_corrupt_latest_checkpoint_falls_back_to_the_one_before(tmp_path, engine, caplog):
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_one_before(
+  tmp_path, engine, caplog
+):
   hp, keys = _grid()
   data = _data()
-  run = functools.partial(engine.run, hp, keys, num_steps=T, chunk_size=C, data=data)
+  run = functools.partial(
+    engine.run, hp, keys, num_steps=T, chunk_size=C, data=data
+  )
   full = run()
-  run(checkpoint_dir=tmp_path / "ck", max_chunks=3)  # checkpoints after chunks 2 and 3 kept
+  # checkpoints after chunks 2 and 3 kept
+  run(checkpoint_dir=tmp_path / "ck", max_chunks=3)
   for f in (tmp_path / "ck" / str(3 * C)).rglob("*"):
     if f.is_file() and f.parent.name == "d":
       f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])  # cut off
@@ -248,29 +296,38 @@ def test_a_corrupt_latest_checkpoint_falls_back_to_the_one_before(tmp_path, engi
   _assert_trees(resumed.state, full.state)
 
 
-def test_cell_store_recomputes_a_cut_off_or_altered_cell_with_a_warning(tmp_path, caplog):
+def test_cell_store_recomputes_a_cut_off_or_altered_cell_with_a_warning(
+  tmp_path, caplog
+):
   store = core.CellStore(tmp_path / "cells")
   store.put("a", {"acc": 0.5})
   store.put("b", {"acc": 0.25})
   store.put("c", {"acc": 0.125})
   a, b = store.path("a"), store.path("b")
-  a.write_text(a.read_text()[:15])  # cut off mid-write (by something other than put)
-  b.write_text(b.read_text().replace("0.25", "0.75"))  # valid JSON, another value
-  legacy = tmp_path / "cells" / "old.json"  # a cell written before digests: read as it is
+  # cut off mid-write (by something other than put)
+  a.write_text(a.read_text()[:15])
+  # valid JSON, another value
+  b.write_text(b.read_text().replace("0.25", "0.75"))
+  # a cell written before digests: read as it is
+  legacy = tmp_path / "cells" / "old.json"
   legacy.write_text(json.dumps({"name": "old", "value": 1}))
   with caplog.at_level(logging.WARNING):
     reopened = core.CellStore(tmp_path / "cells")
   assert sorted(reopened) == ["c", "old"]
   assert f"{a} is corrupt" in caplog.text and "not valid JSON" in caplog.text
-  assert f"{b} is corrupt" in caplog.text and "does not match its recorded SHA-256" in caplog.text
+  assert (
+    f"{b} is corrupt" in caplog.text
+    and "does not match its recorded SHA-256" in caplog.text
+  )
   assert reopened.get_or_compute("a", lambda _: {"acc": 0.5}) == {"acc": 0.5}
-  assert core.CellStore(tmp_path / "cells")["a"] == {"acc": 0.5}  # repaired on disk
+  # repaired on disk
+  assert core.CellStore(tmp_path / "cells")["a"] == {"acc": 0.5}
 
 
 def test_cell_store_reload_and_wait_for_see_another_process_cells(tmp_path):
-  """Two stores on one folder (two jobs sharing cells): reload shows the other's cells and
-  keeps this one's; wait_for re-reads on its own clock until the cell is there or the deadline
-  passes."""
+  """Two stores on one folder (two jobs sharing cells): reload shows the other's
+  cells and keeps this one's; wait_for re-reads on its own clock until the cell
+  is there or the deadline passes."""
   mine, other = core.CellStore(tmp_path), core.CellStore(tmp_path)
   mine.put("a", 1)
   assert "a" not in other and other.reload() is other and other["a"] == 1
@@ -284,20 +341,27 @@ def test_cell_store_reload_and_wait_for_see_another_process_cells(tmp_path):
     if len(sleeps) == 2:
       other.put("b", [2])
 
-  assert mine.wait_for("b", deadline=100.0, poll_s=20.0, clock=lambda: now[0], sleep=sleep)
+  assert mine.wait_for(
+    "b", deadline=100.0, poll_s=20.0, clock=lambda: now[0], sleep=sleep
+  )
   assert mine["b"] == [2] and sleeps == [20.0, 20.0]
-  assert not mine.wait_for("c", deadline=50.0, poll_s=20.0, clock=lambda: now[0], sleep=sleep)
+  assert not mine.wait_for(
+    "c", deadline=50.0, poll_s=20.0, clock=lambda: now[0], sleep=sleep
+  )
   assert now[0] == 60.0  # gave up at the first read past the deadline
-  assert mine.wait_for("a", deadline=0.0, clock=lambda: 1.0, sleep=sleep)  # stored: no wait
+  # stored: no wait
+  assert mine.wait_for("a", deadline=0.0, clock=lambda: 1.0, sleep=sleep)
   with pytest.raises(ValueError, match="poll_s"):
     mine.wait_for("c", poll_s=0)
 
 
 def test_fill_cells_computes_the_missing_cells_once_in_order(tmp_path):
-  """A grid of 6 cells, 2 already stored: compute runs for the other 4 only, with each cell's own
-  arguments (catches a late-bound loop variable), and the values come back in grid order."""
+  """A grid of 6 cells, 2 already stored: compute runs for the other 4 only,
+  with each cell's own arguments (catches a late-bound loop variable), and the
+  values come back in grid order."""
   store = core.CellStore(tmp_path / "cells")
-  store.put("lr=0.5/seed=0", {"loss": -1.0})  # a finished cell: read back, not recomputed
+  # a finished cell: read back, not recomputed
+  store.put("lr=0.5/seed=0", {"loss": -1.0})
   store.put("lr=0.5/seed=2", {"loss": -2.0})
   grid = {f"lr={lr}/seed={s}": (lr, s) for lr in (0.25, 0.5) for s in range(3)}
   calls = []
@@ -306,13 +370,18 @@ def test_fill_cells_computes_the_missing_cells_once_in_order(tmp_path):
     calls.append((lr, s))
     return {"loss": np.float64(lr * 4 + s)}
 
-  values = core.fill_cells(store, grid, compute, desc="cells", show_progress=False)
+  values = core.fill_cells(
+    store, grid, compute, desc="cells", show_progress=False
+  )
   assert calls == [(0.25, 0), (0.25, 1), (0.25, 2), (0.5, 1)]
   assert values == [{"loss": v} for v in (1.0, 2.0, 3.0, -1.0, 3.0, -2.0)]
-  assert type(values[0]["loss"]) is float  # JSON types, as a resumed run reads them
+  # JSON types, as a resumed run reads them
+  assert type(values[0]["loss"]) is float
   # A rerun on the same folder computes nothing and returns the same values.
   calls.clear()
-  again = core.fill_cells(core.CellStore(tmp_path / "cells"), grid, compute, show_progress=False)
+  again = core.fill_cells(
+    core.CellStore(tmp_path / "cells"), grid, compute, show_progress=False
+  )
   assert calls == [] and again == values
 
 
@@ -330,7 +399,9 @@ def test_fill_cells_names_bad_arguments(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["cells.json", "cells.json.xz"])
-def test_cell_store_snapshot_roundtrips_and_adds_only_missing_cells(tmp_path, name):
+def test_cell_store_snapshot_roundtrips_and_adds_only_missing_cells(
+  tmp_path, name
+):
   src = core.CellStore(tmp_path / "src")
   values = {"x/seed=0": {"acc": [0.25, 0.5]}, "y": 3, "z|w": None}
   for k, v in values.items():
@@ -338,12 +409,14 @@ def test_cell_store_snapshot_roundtrips_and_adds_only_missing_cells(tmp_path, na
   path = tmp_path / "snap" / name
   assert src.save_snapshot(path) == 3
   raw = path.read_bytes()
-  assert raw.startswith(b"\xfd7zXZ") == name.endswith(".xz")  # xz magic only when asked
+  # xz magic only when asked
+  assert raw.startswith(b"\xfd7zXZ") == name.endswith(".xz")
   dst = core.CellStore(tmp_path / "dst")
   dst.put("y", 4)
   assert dst.restore_snapshot(path) == 2
   assert dst.to_dict() == {**values, "y": 4}
-  assert core.CellStore(tmp_path / "dst").to_dict() == {**values, "y": 4}  # on disk too
+  # on disk too
+  assert core.CellStore(tmp_path / "dst").to_dict() == {**values, "y": 4}
   assert dst.restore_snapshot(path) == 0  # idempotent
 
 
@@ -351,7 +424,9 @@ def test_cell_store_restore_snapshot_names_a_bad_file(tmp_path):
   store = core.CellStore(tmp_path / "cells")
   with pytest.raises(FileNotFoundError):
     store.restore_snapshot(tmp_path / "missing.json")
-  for i, text in enumerate(["not json", "[1]", '{"format": "other", "cells": {}}']):
+  for i, text in enumerate(
+    ["not json", "[1]", '{"format": "other", "cells": {}}']
+  ):
     (tmp_path / f"bad{i}.json").write_text(text)
     with pytest.raises(ValueError, match="not a cell snapshot"):
       store.restore_snapshot(tmp_path / f"bad{i}.json")

@@ -1,4 +1,5 @@
-"""core.timing.best_time: the warm-up call is not timed and the best of the repeats is kept."""
+"""core.timing.best_time: the warm-up call is not timed and the best of the
+repeats is kept."""
 
 import pytest
 
@@ -6,8 +7,9 @@ from jaxpapers.core.timing import best_time
 
 
 def test_warm_up_is_excluded_and_the_minimum_is_returned(monkeypatch):
-  """On a fake clock that each call advances by its own duration, so the host's load cannot
-  change the answer: the first (slow) call is the untimed warm-up, the minimum is returned."""
+  """On a fake clock that each call advances by its own duration, so the host's
+  load cannot change the answer: the first (slow) call is the untimed warm-up,
+  the minimum is returned."""
   from jaxpapers.core import timing
 
   now = [0.0]

@@ -16,8 +16,8 @@ from tests.jit_util import count_traces
 
 class MLP(nnx.Module):
   def __init__(self, din, dhidden, dout, *, rngs):
-    # No bias before BatchNorm: its gradient is zero analytically, and Adam would
-    # amplify float round-off in it into +-lr steps.
+    # No bias before BatchNorm: its gradient is zero analytically, and Adam
+    # would amplify float round-off in it into +-lr steps.
     self.l1 = nnx.Linear(din, dhidden, use_bias=False, rngs=rngs)
     self.bn = nnx.BatchNorm(dhidden, rngs=rngs)
     self.l2 = nnx.Linear(dhidden, dout, rngs=rngs)
@@ -33,7 +33,9 @@ def make_state(seed=0, tx=None):
 
 def loss_fn(model, batch):
   logits = model(batch["x"])
-  return optax.softmax_cross_entropy_with_integer_labels(logits, batch["y"]).mean()
+  return optax.softmax_cross_entropy_with_integer_labels(
+    logits, batch["y"]
+  ).mean()
 
 
 @jax.jit
@@ -60,7 +62,8 @@ def test_create_splits_params_and_batch_stats():
   state = make_state()
   assert state.step.dtype == jnp.int32
   n_params = sum(x.size for x in jax.tree.leaves(state.params))
-  assert n_params == 4 * 16 + 16 * 2 + 16 * 3 + 3  # linear, bn scale/bias, linear
+  # linear, bn scale/bias, linear
+  assert n_params == 4 * 16 + 16 * 2 + 16 * 3 + 3
   # running mean/var live outside params
   assert sum(x.size for x in jax.tree.leaves(state.rest)) >= 32
 
@@ -116,7 +119,8 @@ def test_second_call_does_not_recompile():
 
 
 def test_trace_counter_sees_each_retrace():
-  # The recompilation checks of the suite rely on tests.jit_util seeing every trace.
+  # The recompilation checks of the suite rely on tests.jit_util seeing every
+  # trace.
   @functools.partial(jax.jit, static_argnames="n")
   def scaled(x, n):
     return x * n
@@ -130,7 +134,9 @@ def test_trace_counter_sees_each_retrace():
 
 
 def test_resume_equals_uninterrupted(tmp_path):
-  full, full_hist = core.train_loop(make_state(), train_step, batch_fn, num_steps=12, log_every=3)
+  full, full_hist = core.train_loop(
+    make_state(), train_step, batch_fn, num_steps=12, log_every=3
+  )
   # Interrupted run: stops after 7 steps (checkpoints at 5 and 7) ...
   part, _ = core.train_loop(
     make_state(),
@@ -145,7 +151,13 @@ def test_resume_equals_uninterrupted(tmp_path):
   # ... and is resumed by a fresh process-like call from a fresh initial state.
   fresh = make_state(seed=0)
   resumed, hist = core.train_loop(
-    fresh, train_step, batch_fn, num_steps=12, workdir=tmp_path, checkpoint_every=5, log_every=3
+    fresh,
+    train_step,
+    batch_fn,
+    num_steps=12,
+    workdir=tmp_path,
+    checkpoint_every=5,
+    log_every=3,
   )
   assert int(resumed.step) == 12
   assert_trees_close(full.params, resumed.params, rtol=0, atol=0)
@@ -155,9 +167,12 @@ def test_resume_equals_uninterrupted(tmp_path):
   assert [h["step"] for h in hist] == [3, 6, 7, 9, 12]
   assert [h["step"] for h in full_hist] == [3, 6, 9, 12]
   # A different seed would not match: the test can fail.
-  other, _ = core.train_loop(make_state(seed=1), train_step, batch_fn, num_steps=12)
+  other, _ = core.train_loop(
+    make_state(seed=1), train_step, batch_fn, num_steps=12
+  )
   assert not np.allclose(
-    np.asarray(jax.tree.leaves(other.params)[0]), np.asarray(jax.tree.leaves(full.params)[0])
+    np.asarray(jax.tree.leaves(other.params)[0]),
+    np.asarray(jax.tree.leaves(full.params)[0]),
   )
 
 
@@ -169,7 +184,13 @@ def test_train_loop_runs_eval_and_logs(tmp_path):
     return {"step_seen": state.step}
 
   _, hist = core.train_loop(
-    make_state(), train_step, batch_fn, num_steps=4, eval_fn=eval_fn, eval_every=2, log_every=2
+    make_state(),
+    train_step,
+    batch_fn,
+    num_steps=4,
+    eval_fn=eval_fn,
+    eval_every=2,
+    log_every=2,
   )
   assert calls == [2, 4]
   assert [h["eval/step_seen"] for h in hist] == [2, 4]
@@ -188,7 +209,9 @@ def test_history_is_written_by_process_0_only(tmp_path, monkeypatch):
     checkpoint_every=2,
     log_every=2,
   )
-  assert [r["step"] for r in core.read_metrics(tmp_path / "p0", "history.jsonl")] == [2, 4]
+  assert [
+    r["step"] for r in core.read_metrics(tmp_path / "p0", "history.jsonl")
+  ] == [2, 4]
   monkeypatch.setattr(distributed, "is_main_process", lambda: False)
   _, hist1 = core.train_loop(
     make_state(),
@@ -201,16 +224,22 @@ def test_history_is_written_by_process_0_only(tmp_path, monkeypatch):
   )
   assert not (tmp_path / "p1" / "history.jsonl").exists()
   assert not list((tmp_path / "p1").glob("events.out.*"))
-  assert [r["step"] for r in hist1] == [r["step"] for r in hist0] == [2, 4]  # same history
+  # same history
+  assert [r["step"] for r in hist1] == [r["step"] for r in hist0] == [2, 4]
 
 
-def test_history_is_on_disk_before_each_checkpoint_is_saved(tmp_path, monkeypatch):
-  """What a run killed right after a checkpoint leaves: every record up to that step."""
+def test_history_is_on_disk_before_each_checkpoint_is_saved(
+  tmp_path, monkeypatch
+):
+  """What a run killed right after a checkpoint leaves: every record up to that
+  step."""
   seen = {}
   real_save = core.Checkpointer.save
 
   def save(self, step, tree, **kw):
-    seen[int(step)] = [r["step"] for r in core.read_metrics(tmp_path, "history.jsonl")]
+    seen[int(step)] = [
+      r["step"] for r in core.read_metrics(tmp_path, "history.jsonl")
+    ]
     return real_save(self, step, tree, **kw)
 
   monkeypatch.setattr(core.Checkpointer, "save", save)
@@ -226,13 +255,17 @@ def test_history_is_on_disk_before_each_checkpoint_is_saved(tmp_path, monkeypatc
   assert seen == {2: [1, 2], 4: [1, 2, 3, 4], 6: [1, 2, 3, 4, 5, 6]}
 
 
-def test_resume_after_a_cut_off_history_line_logs_every_step_once(tmp_path, caplog):
+def test_resume_after_a_cut_off_history_line_logs_every_step_once(
+  tmp_path, caplog
+):
   kw = dict(workdir=tmp_path, checkpoint_every=3, log_every=1)
   core.train_loop(make_state(), train_step, batch_fn, num_steps=4, **kw)
   with (tmp_path / "history.jsonl").open("a") as f:
     f.write('{"train/loss": 1.1, "st')  # a record cut off by a crash
   with caplog.at_level(logging.WARNING):
-    _, hist = core.train_loop(make_state(), train_step, batch_fn, num_steps=6, **kw)
+    _, hist = core.train_loop(
+      make_state(), train_step, batch_fn, num_steps=6, **kw
+    )
   assert "dropping its last line" in caplog.text
   assert [h["step"] for h in hist] == list(range(1, 7))
   on_disk = core.read_metrics(tmp_path, "history.jsonl")

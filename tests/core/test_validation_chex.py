@@ -1,4 +1,5 @@
-"""check_array's rank and shape checks are chex's static assertions, with the argument named."""
+"""check_array's rank and shape checks are chex's static assertions, with the
+argument named."""
 
 import chex
 import jax
@@ -19,13 +20,20 @@ def chex_disabled():
 
 def test_rank_and_shape_errors_name_the_argument_under_jit():
   f = jax.jit(lambda x: core.check_array(x, "logits", ndim=(2, 3)))
-  with pytest.raises(ValueError, match=r"logits must have rank one of \(2, 3\), got shape \(4,\)"):
+  with pytest.raises(
+    ValueError,
+    match=(r"logits must have rank one of \(2, 3\), got shape \(4,\)"),
+  ):
     f(np.zeros(4, np.float32))
   g = jax.jit(lambda x: core.check_array(x, "tokens", shape=(2, None)))
   assert g(np.zeros((2, 5), np.int32)).shape == (2, 5)
-  with pytest.raises(ValueError, match=r"tokens must have shape \(2, \?\), got \(3, 5\)"):
+  with pytest.raises(
+    ValueError, match=(r"tokens must have shape \(2, \?\), got \(3, 5\)")
+  ):
     g(np.zeros((3, 5), np.int32))
-  with pytest.raises(ValueError, match=r"tokens must have shape \(2, \?\), got \(2, 5, 1\)"):
+  with pytest.raises(
+    ValueError, match=(r"tokens must have shape \(2, \?\), got \(2, 5, 1\)")
+  ):
     g(np.zeros((2, 5, 1), np.int32))
 
 
@@ -37,7 +45,8 @@ def test_the_chex_error_is_the_cause():
 
 
 def test_disabling_chex_asserts_turns_the_shape_checks_off(chex_disabled):
-  # The checks are chex's, so chex's global switch applies to them; the dtype check is not.
+  # The checks are chex's, so chex's global switch applies to them; the dtype
+  # check is not.
   assert core.check_array(np.zeros(3), "x", ndim=2).shape == (3,)
   assert core.check_array(np.zeros(3), "x", shape=(4,)).shape == (3,)
   with pytest.raises(TypeError, match="x must have a integer dtype"):

@@ -1,4 +1,5 @@
-"""core.workdir_lock: one run per workdir, the holder named, stale locks taken over."""
+"""core.workdir_lock: one run per workdir, the holder named, stale locks taken
+over."""
 
 import json
 import logging
@@ -14,7 +15,11 @@ from absl import app as absl_app
 from absl import flags
 
 from jaxpapers.core import app, distributed, workdir_lock
-from jaxpapers.core.workdir_lock import LOCK_FILE, WorkdirLock, WorkdirLockedError
+from jaxpapers.core.workdir_lock import (
+  LOCK_FILE,
+  WorkdirLock,
+  WorkdirLockedError,
+)
 
 HOST = socket.gethostname()
 
@@ -33,15 +38,21 @@ def test_second_lock_refuses_naming_the_holder_and_release_cleans_up(tmp_path):
   workdir = tmp_path / "a" / "run"
   with WorkdirLock(workdir) as lock:
     holder = json.loads((workdir / LOCK_FILE).read_text())
-    assert (holder["pid"], holder["host"]) == (os.getpid(), HOST) and holder["started"]
-    with pytest.raises(WorkdirLockedError, match=rf"in use by pid {os.getpid()} on host {HOST}"):
+    assert (holder["pid"], holder["host"]) == (os.getpid(), HOST) and holder[
+      "started"
+    ]
+    with pytest.raises(
+      WorkdirLockedError, match=(rf"in use by pid {os.getpid()} on host {HOST}")
+    ):
       WorkdirLock(workdir).acquire()
     assert lock.held
-  assert not (tmp_path / "a").exists()  # created by the lock, left empty: removed
+  # created by the lock, left empty: removed
+  assert not (tmp_path / "a").exists()
   workdir.mkdir(parents=True)
   with WorkdirLock(workdir):
     (workdir / "results.json").write_text("{}")
-  assert sorted(p.name for p in workdir.iterdir()) == ["results.json"]  # only the lock goes
+  # only the lock goes
+  assert sorted(p.name for p in workdir.iterdir()) == ["results.json"]
 
 
 def test_a_lock_held_by_another_live_process_refuses(tmp_path):
@@ -66,7 +77,9 @@ def test_a_lock_held_by_another_live_process_refuses(tmp_path):
   )
   try:
     assert holder.stdout.readline().strip() == "held"
-    with pytest.raises(WorkdirLockedError, match=rf"in use by pid {holder.pid} on host {HOST}"):
+    with pytest.raises(
+      WorkdirLockedError, match=(rf"in use by pid {holder.pid} on host {HOST}")
+    ):
       WorkdirLock(tmp_path).acquire()
   finally:
     holder.communicate("", timeout=30)
@@ -76,21 +89,35 @@ def test_a_lock_held_by_another_live_process_refuses(tmp_path):
 
 def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path, caplog):
   pid = _dead_pid()
-  (tmp_path / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": HOST, "started": "x"}))
+  (tmp_path / LOCK_FILE).write_text(
+    json.dumps({"pid": pid, "host": HOST, "started": ("x")})
+  )
   with caplog.at_level(logging.WARNING), WorkdirLock(tmp_path):
     assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == os.getpid()
-  assert f"taking over the stale lock {tmp_path / LOCK_FILE} of pid {pid}" in caplog.text
+  assert (
+    f"taking over the stale lock {tmp_path / LOCK_FILE} of pid {pid}"
+    in caplog.text
+  )
 
 
 def test_a_lock_from_another_host_is_not_taken_over(tmp_path):
-  record = {"pid": 1, "host": "some-other-host", "started": "2026-01-01T00:00:00+00:00"}
+  record = {
+    "pid": 1,
+    "host": "some-other-host",
+    "started": ("2026-01-01T00:00:00+00:00"),
+  }
   (tmp_path / LOCK_FILE).write_text(json.dumps(record))
-  with pytest.raises(WorkdirLockedError, match=r"pid 1 on host some-other-host.*remove .*lock"):
+  with pytest.raises(
+    WorkdirLockedError, match=(r"pid 1 on host some-other-host.*remove .*lock")
+  ):
     WorkdirLock(tmp_path).acquire()
-  assert json.loads((tmp_path / LOCK_FILE).read_text()) == record  # left as it was
+  # left as it was
+  assert json.loads((tmp_path / LOCK_FILE).read_text()) == record
 
 
-def test_hold_locks_on_process_0_only_and_never_a_remote_workdir(tmp_path, monkeypatch):
+def test_hold_locks_on_process_0_only_and_never_a_remote_workdir(
+  tmp_path, monkeypatch
+):
   with workdir_lock.hold(tmp_path) as lock:
     assert lock is not None and lock.held
   with workdir_lock.hold("gs://bucket/run") as lock:
@@ -101,23 +128,38 @@ def test_hold_locks_on_process_0_only_and_never_a_remote_workdir(tmp_path, monke
   assert not (tmp_path / "p1").exists()
 
 
-def test_the_app_refuses_a_second_run_on_a_workdir_before_it_starts(tmp_path, monkeypatch):
+def test_the_app_refuses_a_second_run_on_a_workdir_before_it_starts(
+  tmp_path, monkeypatch
+):
   monkeypatch.setattr(distributed, "_initialized", False)
   config = tmp_path / "cfg.py"
   config.write_text(
-    "import ml_collections\ndef get_config():\n  return ml_collections.ConfigDict()\n"
+    "import ml_collections\ndef get_config():\n  return "
+    "ml_collections.ConfigDict()\n"
   )
   workdir = tmp_path / "run"
-  argv = ["prog", f"--config={config}", f"--workdir={workdir}", "--distributed=off"]
+  argv = [
+    "prog",
+    f"--config={config}",
+    f"--workdir={workdir}",
+    "--distributed=off",
+  ]
   fv = flags.FlagValues()
   app.define_flags(fv, argv=argv)
   fv(argv)
   ran = []
   with WorkdirLock(workdir):
     with pytest.raises(
-      absl_app.UsageError, match=f"workdir {workdir} is in use by pid {os.getpid()}"
+      absl_app.UsageError,
+      match=(f"workdir {workdir} is in use by pid {os.getpid()}"),
     ):
       app.main(["prog"], lambda c, w: ran.append(w), flag_values=fv)
   assert ran == []
-  app.main(["prog"], lambda c, w: ran.append(w) or (w / "out.txt").write_text("x"), flag_values=fv)
-  assert ran == [workdir] and sorted(p.name for p in workdir.iterdir()) == ["out.txt"]
+  app.main(
+    ["prog"],
+    lambda c, w: ran.append(w) or (w / "out.txt").write_text("x"),
+    flag_values=fv,
+  )
+  assert ran == [workdir] and sorted(p.name for p in workdir.iterdir()) == [
+    "out.txt"
+  ]

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.cs_clip``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.cs_clip``: malformed calls, eagerly and
+under jit."""
 
 import numpy as np
 import pytest
@@ -38,7 +39,10 @@ BENCH = dict(
 )
 LAM = dict(lambda_comp=0.5, lambda_align=0.25, lambda_rank=0.1)
 DUAL = C.DualEncoder(len(C.VOCAB), 8, rngs=nnx.Rngs(0))
-MODULE = "takes a Flax module; the embeddings' checks run inside the losses and metrics (jitted)"
+MODULE = (
+  "takes a Flax module; the embeddings' checks run inside the losses and "
+  "metrics (jitted)"
+)
 
 CASES = [
   Case("clip_loss", C.clip_loss, (3 * I, T, F32(10.0)), match=UNIT, jit="nan"),
@@ -49,7 +53,13 @@ CASES = [
     match=r"txt must have shape \[4, 3\]",
     id="clip_loss-shape",
   ),
-  Case("negclip_loss", C.negclip_loss, (I, T, T, F32(-1.0)), match="logit_scale", jit="nan"),
+  Case(
+    "negclip_loss",
+    C.negclip_loss,
+    (I, T, T, F32(-1.0)),
+    match="logit_scale",
+    jit=("nan"),
+  ),
   Case(
     "component_loss",
     C.component_loss,
@@ -65,9 +75,25 @@ CASES = [
     jit="nan",
     id="component_loss-mask",
   ),
-  Case("alignment_loss", C.alignment_loss, (I, UN, FO[:, :1], M), match="foils must have shape"),
-  Case("rank_loss", C.rank_loss, (I, T, UN, M), {"reduction": "sum"}, match="reduction"),
-  Case("text_margin_loss", C.text_margin_loss, (T, UN, FO, M[:, :1]), match="unit_mask"),
+  Case(
+    "alignment_loss",
+    C.alignment_loss,
+    (I, UN, FO[:, :1], M),
+    match=("foils must have shape"),
+  ),
+  Case(
+    "rank_loss",
+    C.rank_loss,
+    (I, T, UN, M),
+    {"reduction": "sum"},
+    match=("reduction"),
+  ),
+  Case(
+    "text_margin_loss",
+    C.text_margin_loss,
+    (T, UN, FO, M[:, :1]),
+    match=("unit_mask"),
+  ),
   Case(
     "paraphrase_loss",
     C.paraphrase_loss,
@@ -129,7 +155,8 @@ CASES = [
   Case(
     "half_truth_outcomes",
     C.half_truth_outcomes,
-    (I, T, np.full((4, 3), 1e20, F32)),  # finite, but its squared norm overflows float32
+    # finite, but its squared norm overflows float32
+    (I, T, np.full((4, 3), 1e20, F32)),
     match="squared norms within float32 range",
     jit="nan",
     id="half_truth_outcomes-overflow",
@@ -249,9 +276,19 @@ CASES = [
     jit=None,
     jit_reason="module construction",
   ),
-  Case("pack_bits", lambda: C.pack_bits([0, 2]), match="0/1 outcomes", jit=None, jit_reason=HOST),
   Case(
-    "unpack_bits", lambda: C.unpack_bits("b080", 17), match="cannot hold", jit=None, jit_reason=HOST
+    "pack_bits",
+    lambda: C.pack_bits([0, 2]),
+    match="0/1 outcomes",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "unpack_bits",
+    lambda: C.unpack_bits("b080", 17),
+    match="cannot hold",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "item_seed_interval",
@@ -261,7 +298,11 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
-    "benchmark_data", lambda: C.benchmark_data(-1, **BENCH), match="seed", jit=None, jit_reason=HOST
+    "benchmark_data",
+    lambda: C.benchmark_data(-1, **BENCH),
+    match="seed",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "arm_weights",

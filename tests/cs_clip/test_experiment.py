@@ -34,12 +34,22 @@ def test_smoke_experiment_writes_results(smoke_run):
       for k in ("ht_entity", "ht_relation", "r1", "relation_foil_acc"):
         assert len(m[k]) == cfg.seeds and all(0.0 <= v <= 1.0 for v in m[k])
   d = metrics["derived"]
-  for c in default.CLAIMS:  # every path a claim reads exists in a real run's output
-    paths = [c["metric"], c["noise"], *[r["metric"] for r in c.get("requires", ())]]
-    paths += list(c.get("controls", {}).values()) + list(c.get("baselines", {}).values())
+  # every path a claim reads exists in a real run's output
+  for c in default.CLAIMS:
+    paths = [
+      c["metric"],
+      c["noise"],
+      *[r["metric"] for r in c.get("requires", ())],
+    ]
+    paths += list(c.get("controls", {}).values()) + list(
+      c.get("baselines", {}).values()
+    )
     for path in paths:
       assert path.split(".", 1)[1] in d, (c["id"], path)
-  assert len(metrics["items"]["outcomes"]["positional"]["clip_ft"]["ht_relation"]) == cfg.seeds
+  assert (
+    len(metrics["items"]["outcomes"]["positional"]["clip_ft"]["ht_relation"])
+    == cfg.seeds
+  )
   ex = json.loads((workdir / "examples.json").read_text())
   assert ex["train"] and ex["half_truth"]
 
@@ -47,7 +57,9 @@ def test_smoke_experiment_writes_results(smoke_run):
 def test_rerun_resumes_from_the_stored_cells(smoke_run, monkeypatch):
   cfg, workdir, metrics = smoke_run
   monkeypatch.setattr(
-    core.Sweep, "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained"))
+    core.Sweep,
+    "run",
+    lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained")),
   )
   again = train.train_and_evaluate(cfg, workdir)
   assert again["summary"] == json.loads(json.dumps(metrics["summary"]))
@@ -85,10 +97,13 @@ def test_the_default_claims_hold_on_a_decisive_setup():
 
 
 def test_an_order_aware_encoder_that_gains_alone_makes_the_cs_gain_inconclusive():
-  v = _verdicts(_decisive_derived(order_aware_clip_ft_minus_clip_ft_ht_relation=0.05))
+  v = _verdicts(
+    _decisive_derived(order_aware_clip_ft_minus_clip_ft_ht_relation=0.05)
+  )
   assert v["cs_raises_half_truth_accuracy"].verdict == "inconclusive"
   assert v["cs_raises_half_truth_accuracy"].guard == "controls"
-  assert v["cs_beats_negclip"].verdict == "held"  # the control belongs to the first gain
+  # the control belongs to the first gain
+  assert v["cs_beats_negclip"].verdict == "held"
 
 
 def test_a_cs_model_at_chance_or_a_relation_blind_encoder_decides_nothing():
@@ -96,7 +111,11 @@ def test_a_cs_model_at_chance_or_a_relation_blind_encoder_decides_nothing():
   for cid in ("cs_raises_half_truth_accuracy", "cs_beats_negclip"):
     assert (v[cid].verdict, v[cid].guard) == ("inconclusive", "chance")
   v = _verdicts(_decisive_derived(baseline_relation_foil_acc_lo=0.55))
-  for cid in ("half_truths", "cs_raises_half_truth_accuracy", "cs_beats_negclip"):
+  for cid in (
+    "half_truths",
+    "cs_raises_half_truth_accuracy",
+    "cs_beats_negclip",
+  ):
     assert (v[cid].verdict, v[cid].guard) == ("inconclusive", "requires")
   assert v["cs_keeps_retrieval"].verdict == "held"
 
@@ -104,27 +123,37 @@ def test_a_cs_model_at_chance_or_a_relation_blind_encoder_decides_nothing():
 def test_fewer_seeds_or_items_than_registered_decide_nothing():
   for change in ({"n_seeds": 3}, {"n_relation_items": 1000}):
     v = _verdicts(_decisive_derived(**change))
-    assert all(x.verdict == "inconclusive" and x.guard == "requires" for x in v.values())
+    assert all(
+      x.verdict == "inconclusive" and x.guard == "requires" for x in v.values()
+    )
 
 
 @pytest.mark.notebook
 def test_notebook_runs():
   nb = notebook_util.run_notebook("colab/cs_clip.ipynb", timeout=300)
   text = "".join(
-    o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    o.get("text", "")
+    for c in nb.cells
+    if c.cell_type == "code"
+    for o in c.get("outputs", [])
   )
-  for c in default.CLAIMS:  # the committed verdicts are printed under their claim names
+  # the committed verdicts are printed under their claim names
+  for c in default.CLAIMS:
     assert f"{c['id']}: " in text, c["id"]
   assert "None ->" not in text
 
 
 def test_pretrained_params_round_trip_and_a_cut_off_file_is_named(tmp_path):
-  """The stage-1 parameters that a resumed fine-tuning reads back: the same tree, bit for bit;
-  a cut-off file raises core's CorruptFileError instead of loading wrong weights."""
+  """The stage-1 parameters that a resumed fine-tuning reads back: the same
+  tree, bit for bit; a cut-off file raises core's CorruptFileError instead of
+  loading wrong weights."""
   cfg = smoke.get_config()
   make = lambda key: train._model(cfg, key, "weak_order")
   params = nnx.split(make(jax.random.key(0)))[1]
-  stacked = jax.tree.map(lambda x: np.stack([np.asarray(x), np.asarray(x) + 1]), params)  # [R=2]
+  # [R=2]
+  stacked = jax.tree.map(
+    lambda x: np.stack([np.asarray(x), np.asarray(x) + 1]), params
+  )
   path = tmp_path / "params_weak_order.npz"
   core.cache.write_tree(path, stacked)
   like = nnx.split(nnx.eval_shape(lambda: make(jax.random.key(1))))[1]

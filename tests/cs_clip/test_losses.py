@@ -1,4 +1,5 @@
-"""The CS-CLIP loss against a float64 numpy transcription of the reference's per-slot loops."""
+"""The CS-CLIP loss against a float64 numpy transcription of the reference's
+per-slot loops."""
 
 import dataclasses
 
@@ -31,14 +32,22 @@ def data():
   mask[:, 2] = False  # an empty slot (counts as 0 in the mean over slots)
   mask[0, 0] = mask[1, 0] = True
   para = _unit(rng.normal(size=(B, D)))
-  return dict(img=img, full=full, ffoil=ffoil, units=units, foils=foils, mask=mask, para=para)
+  return dict(
+    img=img,
+    full=full,
+    ffoil=ffoil,
+    units=units,
+    foils=foils,
+    mask=mask,
+    para=para,
+  )
 
 
 def f32(*xs):
   return [np.asarray(x, np.float32) for x in xs]
 
 
-# ------------------------------------------------- float64 reference (explicit loops) --
+# ---------------------------------------- float64 reference (explicit loops) --
 
 
 def _ce(logits, label):
@@ -47,8 +56,8 @@ def _ce(logits, label):
 
 
 def ref_clip(img, txt, scale, neg=None, hard=None):
-  """Reference semantics on already-compressed rows; neg: [E, D] extra columns for every row;
-  hard: [n, D] one extra column per row."""
+  """Reference semantics on already-compressed rows; neg: [E, D] extra columns
+  for every row; hard: [n, D] one extra column per row."""
   n = img.shape[0]
   if n == 0:
     return 0.0
@@ -94,7 +103,9 @@ def ref_rank(d, margin, reduction):
   for b in range(B):
     sf = d["img"][b] @ d["full"][b]
     v = [
-      max(0.0, margin + d["img"][b] @ d["units"][b, u] - sf) if d["mask"][b, u] else 0.0
+      max(0.0, margin + d["img"][b] @ d["units"][b, u] - sf)
+      if d["mask"][b, u]
+      else 0.0
       for u in range(U)
     ]
     k = d["mask"][b].sum()
@@ -104,7 +115,12 @@ def ref_rank(d, margin, reduction):
 
 def ref_text(d, margin):
   vals = [
-    max(0.0, margin - d["full"][b] @ d["units"][b, u] + d["full"][b] @ d["foils"][b, u])
+    max(
+      0.0,
+      margin
+      - d["full"][b] @ d["units"][b, u]
+      + d["full"][b] @ d["foils"][b, u],
+    )
     for b in range(B)
     for u in range(U)
     if d["mask"][b, u]
@@ -115,30 +131,43 @@ def ref_text(d, margin):
 def ref_para(full, para, valid, scale):
   f, p = full[valid], para[valid]
   n = f.shape[0]
-  return np.mean([_ce(np.array([scale * f[b] @ p[j] for j in range(n)]), b) for b in range(n)])
+  return np.mean(
+    [
+      _ce(np.array([scale * f[b] @ p[j] for j in range(n)]), b)
+      for b in range(n)
+    ]
+  )
 
 
-# ----------------------------------------------------------------------- tests --
+# --------------------------------------------------------------------- tests --
 
 
 def test_clip_and_negclip(data):
   d = data
   got = C.clip_loss(*f32(d["img"], d["full"]), SCALE)
-  np.testing.assert_allclose(got, ref_clip(d["img"], d["full"], SCALE), rtol=1e-5)
+  np.testing.assert_allclose(
+    got, ref_clip(d["img"], d["full"], SCALE), rtol=1e-5
+  )
   got = C.negclip_loss(*f32(d["img"], d["full"], d["ffoil"]), SCALE)
   want = ref_clip(d["img"], d["full"], SCALE, neg=d["ffoil"])
   np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_negclip_foils_are_image_to_text_columns_only(data):
-  """Foils enter the i2t softmax only: the t2i half equals CLIP's, so the difference of the two
-  losses is half the difference of the i2t terms (a symmetrised version fails this)."""
+  """Foils enter the i2t softmax only: the t2i half equals CLIP's, so the
+  difference of the two losses is half the difference of the i2t terms (a
+  symmetrised version fails this)."""
   d = data
   clip = ref_clip(d["img"], d["full"], SCALE)
   neg = float(C.negclip_loss(*f32(d["img"], d["full"], d["ffoil"]), SCALE))
-  i2t_clip = np.mean([_ce(SCALE * d["full"] @ d["img"][b], b) for b in range(B)])
+  i2t_clip = np.mean(
+    [_ce(SCALE * d["full"] @ d["img"][b], b) for b in range(B)]
+  )
   i2t_neg = np.mean(
-    [_ce(SCALE * np.concatenate([d["full"], d["ffoil"]]) @ d["img"][b], b) for b in range(B)]
+    [
+      _ce(SCALE * np.concatenate([d["full"], d["ffoil"]]) @ d["img"][b], b)
+      for b in range(B)
+    ]
   )
   np.testing.assert_allclose(neg - clip, 0.5 * (i2t_neg - i2t_clip), rtol=1e-4)
 
@@ -146,14 +175,20 @@ def test_negclip_foils_are_image_to_text_columns_only(data):
 @pytest.mark.parametrize("kind", C.COMP_TYPES)
 def test_component_loss_matches_reference_loops(data, kind):
   d = data
-  got = C.component_loss(*f32(d["img"], d["units"], d["foils"]), d["mask"], SCALE, kind=kind)
+  got = C.component_loss(
+    *f32(d["img"], d["units"], d["foils"]), d["mask"], SCALE, kind=kind
+  )
   np.testing.assert_allclose(got, ref_component(d, kind), rtol=1e-5)
 
 
 def test_component_kinds_differ(data):
   d = data
   vals = {
-    k: float(C.component_loss(*f32(d["img"], d["units"], d["foils"]), d["mask"], SCALE, kind=k))
+    k: float(
+      C.component_loss(
+        *f32(d["img"], d["units"], d["foils"]), d["mask"], SCALE, kind=k
+      )
+    )
     for k in C.COMP_TYPES
   }
   assert vals["clip"] < vals["negclip_hard"] < vals["negclip"]
@@ -162,7 +197,9 @@ def test_component_kinds_differ(data):
 @pytest.mark.parametrize("kind", C.ALIGN_TYPES)
 def test_alignment(data, kind):
   d = data
-  got = C.alignment_loss(*f32(d["img"], d["units"], d["foils"]), d["mask"], kind=kind, margin=0.3)
+  got = C.alignment_loss(
+    *f32(d["img"], d["units"], d["foils"]), d["mask"], kind=kind, margin=0.3
+  )
   np.testing.assert_allclose(got, ref_align(d, kind, 0.3), rtol=1e-5)
 
 
@@ -170,18 +207,25 @@ def test_alignment(data, kind):
 def test_rank(data, reduction):
   d = data
   got = C.rank_loss(
-    *f32(d["img"], d["full"], d["units"]), d["mask"], margin=0.2, reduction=reduction
+    *f32(d["img"], d["full"], d["units"]),
+    d["mask"],
+    margin=0.2,
+    reduction=reduction,
   )
   np.testing.assert_allclose(got, ref_rank(d, 0.2, reduction), rtol=1e-5)
 
 
 def test_text_and_paraphrase(data):
   d = data
-  got = C.text_margin_loss(*f32(d["full"], d["units"], d["foils"]), d["mask"], margin=0.4)
+  got = C.text_margin_loss(
+    *f32(d["full"], d["units"], d["foils"]), d["mask"], margin=0.4
+  )
   np.testing.assert_allclose(got, ref_text(d, 0.4), rtol=1e-5)
   valid = np.array([1, 1, 0, 1, 0, 1], bool)
   got = C.paraphrase_loss(*f32(d["full"], d["para"]), valid, SCALE)
-  np.testing.assert_allclose(got, ref_para(d["full"], d["para"], valid, SCALE), rtol=1e-5)
+  np.testing.assert_allclose(
+    got, ref_para(d["full"], d["para"], valid, SCALE), rtol=1e-5
+  )
 
 
 def test_total_is_the_weighted_sum(data):
@@ -205,7 +249,9 @@ def test_total_is_the_weighted_sum(data):
   for k, v in want.items():
     np.testing.assert_allclose(terms[k], v, rtol=1e-5, err_msg=k)
   lam = {k: getattr(cfg, f"lambda_{k}") for k in C.TERMS}
-  np.testing.assert_allclose(total, sum(lam[k] * want[k] for k in C.TERMS), rtol=1e-5)
+  np.testing.assert_allclose(
+    total, sum(lam[k] * want[k] for k in C.TERMS), rtol=1e-5
+  )
 
 
 def test_reduces_to_clip_without_units(data):
@@ -214,10 +260,14 @@ def test_reduces_to_clip_without_units(data):
   clip = ref_clip(d["img"], d["full"], SCALE)
   cfg = C.CSLossConfig(negatives_full=False, lambda_text=0.5)
   empty = np.zeros((B, 0, D), np.float32)
-  total, _ = C.cs_clip_loss(*args, empty, empty, np.zeros((B, 0), bool), SCALE, cfg)
+  total, _ = C.cs_clip_loss(
+    *args, empty, empty, np.zeros((B, 0), bool), SCALE, cfg
+  )
   np.testing.assert_allclose(total, clip, rtol=1e-5)
   units, foils = f32(d["units"], d["foils"])
-  total, terms = C.cs_clip_loss(*args, units, foils, np.zeros((B, U), bool), SCALE, cfg)
+  total, terms = C.cs_clip_loss(
+    *args, units, foils, np.zeros((B, U), bool), SCALE, cfg
+  )
   np.testing.assert_allclose(total, clip, rtol=1e-5)
   assert float(terms["comp"]) == 0.0
 
@@ -234,15 +284,19 @@ def test_padding_content_is_ignored_and_gradients_finite(data):
   b, _ = C.cs_clip_loss(img, full, ff, junk_u, junk_f, d["mask"], SCALE, cfg)
   np.testing.assert_allclose(a, b, rtol=1e-6)
   g = jax.jit(
-    jax.grad(lambda x: C.cs_clip_loss(x, full, ff, units, foils, d["mask"], SCALE, cfg)[0])
+    jax.grad(
+      lambda x: C.cs_clip_loss(
+        x, full, ff, units, foils, d["mask"], SCALE, cfg
+      )[0]
+    )
   )(img)
   assert np.isfinite(np.asarray(g)).all()
 
 
 def test_gradient_matches_float64_reference(data):
-  """The gradient w.r.t. the image embeddings against central differences of the float64
-  reference loops (a wrong mask on the text->image columns, a dropped foil column or a
-  positive off the diagonal changes it)."""
+  """The gradient w.r.t. the image embeddings against central differences of the
+  float64 reference loops (a wrong mask on the text->image columns, a dropped
+  foil column or a positive off the diagonal changes it)."""
   d = data
   cfg = C.CSLossConfig(comp_type="negclip")
   lam = {k: getattr(cfg, f"lambda_{k}") for k in C.TERMS}
@@ -266,7 +320,11 @@ def test_gradient_matches_float64_reference(data):
       want[i, j] = (ref_total(hi) - ref_total(lo)) / (2 * eps)
   rest = f32(d["full"], d["ffoil"], d["units"], d["foils"])
   got = jax.jit(
-    jax.grad(lambda x: C.cs_clip_loss(x, *rest, d["mask"], SCALE, cfg, validate=False)[0])
+    jax.grad(
+      lambda x: C.cs_clip_loss(x, *rest, d["mask"], SCALE, cfg, validate=False)[
+        0
+      ]
+    )
   )(np.float32(d["img"]))
   np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
 
@@ -275,13 +333,18 @@ def test_sharded_equals_single_device(data):
   d = data
   n = 2
   mesh = jax.make_mesh(
-    (n,), ("data",), axis_types=(jax.sharding.AxisType.Auto,), devices=jax.devices()[:n]
+    (n,),
+    ("data",),
+    axis_types=(jax.sharding.AxisType.Auto,),
+    devices=jax.devices()[:n],
   )
   sh = NamedSharding(mesh, P("data"))
   args = f32(d["img"], d["full"], d["ffoil"], d["units"], d["foils"])
   fn = jax.jit(lambda *a: C.cs_clip_loss(*a, SCALE, C.CSLossConfig())[0])
   single = fn(*args, d["mask"])
-  sharded = fn(*[jax.device_put(x, sh) for x in args], jax.device_put(d["mask"], sh))
+  sharded = fn(
+    *[jax.device_put(x, sh) for x in args], jax.device_put(d["mask"], sh)
+  )
   np.testing.assert_allclose(single, sharded, rtol=1e-5)
 
 

@@ -1,4 +1,5 @@
-"""The text towers' order sensitivity (the experiment's control) and output norms."""
+"""The text towers' order sensitivity (the experiment's control) and output
+norms."""
 
 import jax
 import numpy as np
@@ -9,7 +10,8 @@ import jaxpapers.cs_clip as C
 
 def test_order_sensitivity_of_the_text_kinds():
   a = C.tokenize(["a red circle left of a blue square"])
-  b = C.tokenize(["a blue square left of a red circle"])  # same words, other order
+  # same words, other order
+  b = C.tokenize(["a blue square left of a red circle"])
   pair = np.concatenate([a, b])
   out = {}
   for kind in C.TEXT_KINDS:
@@ -17,7 +19,8 @@ def test_order_sensitivity_of_the_text_kinds():
     e = np.asarray(enc(pair))
     np.testing.assert_allclose(np.linalg.norm(e, axis=-1), 1.0, rtol=1e-5)
     out[kind] = np.abs(e[0] - e[1]).max()
-  assert out["bow"] < 1e-6  # bag of words: the same multiset, the same embedding
+  # bag of words: the same multiset, the same embedding
+  assert out["bow"] < 1e-6
   assert out["weak_order"] > 1e-3 and out["positional"] > 1e-3
   enc = C.TextEncoder(len(C.VOCAB), 8, kind="weak_order", rngs=nnx.Rngs(0))
   e0 = np.asarray(enc(pair, order_strength=0.0))

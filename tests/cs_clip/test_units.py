@@ -1,4 +1,5 @@
-"""Scenes, units, foils and half-truth pairs against the scene's ground truth."""
+"""Scenes, units, foils and half-truth pairs against the scene's ground
+truth."""
 
 import itertools
 
@@ -34,16 +35,23 @@ def test_rendered_relation_matches_cells_and_pixels(batch):
       assert row[i, 0] == row[i, 1] and (col[i, 0] < col[i, 1]) == (r == 0)
     else:
       assert col[i, 0] == col[i, 1] and (row[i, 0] < row[i, 1]) == (r == 2)
-    assert len(set(batch.cells[i])) == batch.cells.shape[1]  # one object per cell
+    # one object per cell
+    assert len(set(batch.cells[i])) == batch.cells.shape[1]
     ents = list(zip(batch.colours[i], batch.shapes[i]))
     assert len(set(ents)) == len(ents)
   # the colour of object 0 is drawn inside its cell
   cell = 8
   for i in range(20):
     c0 = batch.cells[i, 0]
-    patch = batch.images[i, (c0 // 3) * cell : (c0 // 3 + 1) * cell, (c0 % 3) * cell :][:, :cell]
-    rgb = np.array([[230, 40, 40], [40, 200, 60], [50, 80, 240], [235, 215, 40]])
-    assert (patch.reshape(-1, 3) == rgb[batch.colours[i, 0]]).all(-1).sum() >= 10
+    patch = batch.images[
+      i, (c0 // 3) * cell : (c0 // 3 + 1) * cell, (c0 % 3) * cell :
+    ][:, :cell]
+    rgb = np.array(
+      [[230, 40, 40], [40, 200, 60], [50, 80, 240], [235, 215, 40]]
+    )
+    assert (patch.reshape(-1, 3) == rgb[batch.colours[i, 0]]).all(
+      -1
+    ).sum() >= 10
 
 
 def test_prior_scenes_follow_the_partner_and_the_order():
@@ -65,7 +73,8 @@ def test_each_foil_is_one_edit_and_false(batch):
       assert len(units) == len(foils) == (1 if form == "entity" else 3)
       for u, f in zip(units, foils):
         assert u != f
-        if len(u.split()) == 3:  # entity: one word changed, and the edited object is absent
+        # entity: one word changed, and the edited object is absent
+        if len(u.split()) == 3:
           assert sum(a != b for a, b in zip(u.split(), f.split())) == 1
           assert _entity(f) not in present and _entity(u) in present
         else:
@@ -73,9 +82,11 @@ def test_each_foil_is_one_edit_and_false(batch):
           fs, fr, fo = _relation(f)
           assert C.relation_holds(scene, s, r, o)
           assert not C.relation_holds(scene, fs, fr, fo)
-          # one edit: swapped arguments or flipped predicate, never both (a paraphrase)
+          # one edit: swapped arguments or flipped predicate, never both (a
+          # paraphrase)
           assert (fs, fr, fo) in ((o, r, s), (s, C.INVERSE[r], o))
-          assert C.relation_holds(scene, o, C.INVERSE[r], s)  # the paraphrase is true
+          # the paraphrase is true
+          assert C.relation_holds(scene, o, C.INVERSE[r], s)
 
 
 def test_half_truth_pairs_add_one_wrong_detail(batch):
@@ -101,6 +112,8 @@ def test_training_arrays_and_tokenizer():
   assert (a["units"][~a["unit_mask"]] == 0).all()
   assert (a["units"][a["unit_mask"]][:, 0] == C.VOCAB.index("a")).all()
   tok = C.tokenize(["a red circle left of a blue square"])
-  assert [C.VOCAB[t] for t in tok[0]] == "a red circle left of a blue square".split()
+  assert [
+    C.VOCAB[t] for t in tok[0]
+  ] == "a red circle left of a blue square".split()
   with pytest.raises(ValueError, match="not in the vocabulary"):
     C.tokenize(["a purple circle"])

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.dense_limits``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.dense_limits``: malformed calls, eagerly
+and under jit."""
 
 import jax
 import numpy as np
@@ -24,7 +25,14 @@ FINITE = "m must be finite"
 
 CASES = [
   Case("cut_norm_exact", D.cut_norm_exact, (M[0],), match="m must have rank 2"),
-  Case("cut_norm_exact", D.cut_norm_exact, (M_NAN,), match=FINITE, jit="nan", id="exact-nan"),
+  Case(
+    "cut_norm_exact",
+    D.cut_norm_exact,
+    (M_NAN,),
+    match=FINITE,
+    jit="nan",
+    id=("exact-nan"),
+  ),
   Case(
     "cut_norm_exact",
     D.cut_norm_exact,
@@ -32,7 +40,13 @@ CASES = [
     match=r"min\(rows, cols\) <= 20",
     id="exact-too-big",
   ),
-  Case("cut_norm_lb", D.cut_norm_lb, (M, 0), error=TypeError, match="key must be a typed PRNG key"),
+  Case(
+    "cut_norm_lb",
+    D.cut_norm_lb,
+    (M, 0),
+    error=TypeError,
+    match=("key must be a typed PRNG key"),
+  ),
   Case(
     "cut_norm_lb",
     D.cut_norm_lb,
@@ -41,14 +55,38 @@ CASES = [
     match="restarts must be >= 1",
     id="lb-restarts",
   ),
-  Case("cut_norm_lb", D.cut_norm_lb, (M_NAN, KEY), match=FINITE, jit="nan", id="lb-nan"),
+  Case(
+    "cut_norm_lb",
+    D.cut_norm_lb,
+    (M_NAN, KEY),
+    match=FINITE,
+    jit="nan",
+    id=("lb-nan"),
+  ),
   Case("cut_norm_sdp", D.cut_norm_sdp, (M_NAN, KEY), match=FINITE, jit="nan"),
   Case(
-    "cut_norm_sdp", D.cut_norm_sdp, (M, KEY), {"rank": 0}, match="rank must be >= 1", id="sdp-rank"
+    "cut_norm_sdp",
+    D.cut_norm_sdp,
+    (M, KEY),
+    {"rank": 0},
+    match=("rank must be >= 1"),
+    id=("sdp-rank"),
   ),
-  Case("augment", D.augment, (np.zeros((0, 3), F32),), match="m must not be empty"),
+  Case(
+    "augment",
+    D.augment,
+    (np.zeros((0, 3), F32),),
+    match=("m must not be empty"),
+  ),
   Case("fk_decompose", D.fk_decompose, (M, 0, KEY), match="k must be >= 1"),
-  Case("fk_decompose", D.fk_decompose, (M_NAN, 2, KEY), match=FINITE, jit="nan", id="fk-nan"),
+  Case(
+    "fk_decompose",
+    D.fk_decompose,
+    (M_NAN, 2, KEY),
+    match=FINITE,
+    jit="nan",
+    id=("fk-nan"),
+  ),
   Case(
     "fk_decompose",
     D.fk_decompose,
@@ -60,10 +98,17 @@ CASES = [
   Case(
     "reconstruct",
     D.reconstruct,
-    (D.CutDecomposition(np.ones(2, F32), np.ones((3, 4), F32), np.ones((2, 5), F32)),),
+    (
+      D.CutDecomposition(
+        np.ones(2, F32), np.ones((3, 4), F32), np.ones((2, 5), F32)
+      ),
+    ),
     match="share the number of terms K",
     jit=None,
-    jit_reason="the decomposition is a NamedTuple argument; shapes are checked the same way",
+    jit_reason=(
+      "the decomposition is a NamedTuple argument; "
+      "shapes are checked the same way"
+    ),
   ),
   Case(
     "compress_mlp",
@@ -149,7 +194,12 @@ CASES = [
     jit=None,
     jit_reason=CTOR,
   ),
-  Case("project_params", D.project_params, ({"w": M}, -1.0), match="bound must be > 0"),
+  Case(
+    "project_params",
+    D.project_params,
+    ({"w": M}, -1.0),
+    match=("bound must be > 0"),
+  ),
   Case(
     "box_projection",
     D.box_projection,
@@ -197,7 +247,9 @@ CASES = [
     (COMP, 0),
     match="k",
     jit=None,
-    jit_reason="the compressed net is a pytree argument; k is a static slice length",
+    jit_reason=(
+      "the compressed net is a pytree argument; k is a static slice length"
+    ),
   ),
   Case(
     "refit_compressed",
@@ -217,7 +269,9 @@ CASES = [
   ),
   Case(
     "make_model",
-    lambda: D.make_model("dense@4", 2, 1, widths=(4,), bound=1.0, fan_in=2, rngs=nnx.Rngs(0)),
+    lambda: D.make_model(
+      "dense@4", 2, 1, widths=(4,), bound=1.0, fan_in=2, rngs=nnx.Rngs(0)
+    ),
     match="cls must be one of",
     jit=None,
     jit_reason=CTOR,
@@ -238,7 +292,9 @@ CASES = [
   ),
   Case(
     "regularity_checks",
-    lambda: D.regularity_checks(7, bound=1.0, fk_size=4, fk_k=2, exact_size=3, exact_trials=1),
+    lambda: D.regularity_checks(
+      7, bound=1.0, fk_size=4, fk_k=2, exact_size=3, exact_trials=1
+    ),
     error=TypeError,
     match="key",
     jit=None,

@@ -1,4 +1,5 @@
-"""Cut norm: exact enumeration, local search and the SDP bracket against float64 brute force."""
+"""Cut norm: exact enumeration, local search and the SDP bracket against float64
+brute force."""
 
 import itertools
 
@@ -17,7 +18,8 @@ def brute_cut(m):
   m = np.asarray(m, np.float64)
   ss = np.array(list(itertools.product((0.0, 1.0), repeat=m.shape[0])))
   ts = np.array(list(itertools.product((0.0, 1.0), repeat=m.shape[1])))
-  return float(np.abs(ss @ m @ ts.T).max())  # every (S, T) pair, no closed-form shortcut
+  # every (S, T) pair, no closed-form shortcut
+  return float(np.abs(ss @ m @ ts.T).max())
 
 
 def brute_inf_one(m):
@@ -41,15 +43,17 @@ def test_exact_matches_pairwise_enumeration(i):
   got, s, t = D.cut_norm_exact(jnp.asarray(m, jnp.float32), return_sets=True)
   assert float(got) == pytest.approx(want, rel=1e-5)
   # The returned sets witness the value (rows and columns not swapped).
-  assert abs(np.asarray(s, np.float64) @ m @ np.asarray(t, np.float64)) / m.size == pytest.approx(
-    want, rel=1e-5
-  )
+  assert abs(
+    np.asarray(s, np.float64) @ m @ np.asarray(t, np.float64)
+  ) / m.size == pytest.approx(want, rel=1e-5)
 
 
 def test_exact_known_value_and_normalisation():
   m = jnp.array([[1.0, -1.0], [1.0, 1.0]])
-  assert float(D.cut_norm_exact(m)) == pytest.approx(0.5)  # S = {0, 1}, T = {0}: 2 / 4
-  assert float(D.cut_norm_exact(-3.0 * m)) == pytest.approx(1.5)  # sign and scale
+  # S = {0, 1}, T = {0}: 2 / 4
+  assert float(D.cut_norm_exact(m)) == pytest.approx(0.5)
+  # sign and scale
+  assert float(D.cut_norm_exact(-3.0 * m)) == pytest.approx(1.5)
 
 
 def test_augmentation_identities():
@@ -65,8 +69,12 @@ def test_augmentation_identities():
 def test_local_search_is_a_witnessed_lower_bound():
   m = RNG.uniform(-1, 1, (9, 11)).astype(np.float32)
   exact = float(D.cut_norm_exact(m))
-  v, s, t = D.cut_norm_lb(jnp.asarray(m), jax.random.key(0), restarts=8, iters=5)
-  witness = abs(np.asarray(s, np.float64) @ m.astype(np.float64) @ np.asarray(t, np.float64))
+  v, s, t = D.cut_norm_lb(
+    jnp.asarray(m), jax.random.key(0), restarts=8, iters=5
+  )
+  witness = abs(
+    np.asarray(s, np.float64) @ m.astype(np.float64) @ np.asarray(t, np.float64)
+  )
   assert float(v) == pytest.approx(witness / m.size, rel=1e-5)
   assert float(v) <= exact + 1e-6
   assert float(v) >= 0.8 * exact  # 16 starts on a 9 x 11 matrix find most of it
@@ -89,22 +97,28 @@ def test_sdp_bounds_bracket_the_exact_value(sdp_cases):
   for _, exact, b in sdp_cases:
     assert float(b.lower) <= exact * (1 + 1e-5)
     assert exact <= float(b.upper) * (1 + 1e-5)
-    assert float(b.upper) / float(b.lower) <= D.KRIVINE_BOUND  # the Grothendieck gap
+    # the Grothendieck gap
+    assert float(b.upper) / float(b.lower) <= D.KRIVINE_BOUND
 
 
 def test_sdp_witness_sets(sdp_cases):
   for m, _, b in sdp_cases:
-    w = abs(np.asarray(b.s, np.float64) @ m @ np.asarray(b.t, np.float64)) / m.size
+    w = (
+      abs(np.asarray(b.s, np.float64) @ m @ np.asarray(b.t, np.float64))
+      / m.size
+    )
     assert w <= float(b.lower) * (1 + 1e-5)
 
 
 def test_grothendieck_constant_matters(sdp_cases):
-  # SDP(M')/4 exceeds the cut norm strictly on some matrices, so dividing the primal by 4 alone
-  # (K_G = 1) would not be a lower bound; dividing by Krivine's constant is.
+  # SDP(M')/4 exceeds the cut norm strictly on some matrices, so dividing the
+  # primal by 4 alone (K_G = 1) would not be a lower bound; dividing by
+  # Krivine's constant is.
   gaps = [float(b.sdp_primal) / exact for _, exact, b in sdp_cases]
   assert max(gaps) > 1.001
   assert max(gaps) <= D.KRIVINE_BOUND
-  assert 1.6769 < D.KRIVINE_BOUND < 1.78222  # known bounds on K_G; Krivine's value 1.78221...
+  # known bounds on K_G; Krivine's value 1.78221...
+  assert 1.6769 < D.KRIVINE_BOUND < 1.78222
 
 
 def test_sdp_upper_bound_is_a_certificate_even_unconverged():

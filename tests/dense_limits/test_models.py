@@ -1,4 +1,5 @@
-"""Models against float64 numpy forwards; the weight bound after projected steps; sharding."""
+"""Models against float64 numpy forwards; the weight bound after projected
+steps; sharding."""
 
 import jax
 import jax.numpy as jnp
@@ -27,16 +28,25 @@ def np_forward(layers, scales, x):
 @pytest.mark.parametrize("normalize_first", [False, True])
 def test_strongly_dense_forward_and_normalisation(normalize_first):
   m = D.StronglyDenseMLP(
-    3, 2, widths=(5, 7), bound=2.0, normalize_first=normalize_first, rngs=nnx.Rngs(0)
+    3,
+    2,
+    widths=(5, 7),
+    bound=2.0,
+    normalize_first=normalize_first,
+    rngs=nnx.Rngs(0),
   )
   layers = [(np.asarray(w), np.asarray(b) + 0.1) for w, b in m.layers()]
   for l, (_, b) in enumerate(layers):
     getattr(m, f"b{l}")[...] = jnp.asarray(b)
   scales = [1.0 / 3 if normalize_first else 1.0, 1.0 / 5, 1.0 / 7]  # 1/n_{l-1}
-  np.testing.assert_allclose(np.asarray(m(X)), np_forward(layers, scales, X), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(m(X)), np_forward(layers, scales, X), rtol=1e-5, atol=1e-6
+  )
   for w, _ in m.layers():
     assert np.abs(np.asarray(w)).max() <= 2.0
-  u = D.StronglyDenseMLP(3, 2, widths=(5, 7), bound=2.0, normalize="none", rngs=nnx.Rngs(0))
+  u = D.StronglyDenseMLP(
+    3, 2, widths=(5, 7), bound=2.0, normalize="none", rngs=nnx.Rngs(0)
+  )
   np.testing.assert_allclose(
     np.asarray(u(X)), np_forward(u.layers(), [1.0] * 3, X), rtol=1e-5, atol=1e-5
   )
@@ -44,11 +54,20 @@ def test_strongly_dense_forward_and_normalisation(normalize_first):
 
 def test_fan_in_init_has_variance_one_over_fan_in_within_the_bound():
   m = D.StronglyDenseMLP(
-    2, 1, widths=(3000, 3000), bound=1.0, normalize="none", init="fan_in", rngs=nnx.Rngs(0)
+    2,
+    1,
+    widths=(3000, 3000),
+    bound=1.0,
+    normalize="none",
+    init="fan_in",
+    rngs=nnx.Rngs(0),
   )
   w0, w1, w2 = (np.asarray(w, np.float64) for w, _ in m.layers())
-  # Layer 0: sqrt(3 / 2) > B = 1, so the bound caps it: U[-1, 1] (max near 1, variance 1/3).
-  assert 0.99 < np.abs(w0).max() <= 1.0 and w0.var() == pytest.approx(1 / 3, rel=0.05)
+  # Layer 0: sqrt(3 / 2) > B = 1, so the bound caps it: U[-1, 1] (max near 1,
+  # variance 1/3).
+  assert 0.99 < np.abs(w0).max() <= 1.0 and w0.var() == pytest.approx(
+    1 / 3, rel=0.05
+  )
   for w in (w1, w2):  # U[-a, a] with a = sqrt(3 / 3000): variance 1 / 3000
     assert np.abs(w).max() <= np.sqrt(3 / 3000) + 1e-7
     assert w.var() == pytest.approx(1 / 3000, rel=0.05)
@@ -58,14 +77,19 @@ def test_fan_in_init_has_variance_one_over_fan_in_within_the_bound():
 
 
 def test_sparse_fanin_reads_k_distinct_inputs_and_matches_numpy():
-  m = D.SparseFaninMLP(3, 1, widths=(6, 8), bound=1.0, fan_in=4, rngs=nnx.Rngs(1))
+  m = D.SparseFaninMLP(
+    3, 1, widths=(6, 8), bound=1.0, fan_in=4, rngs=nnx.Rngs(1)
+  )
   idx0, idx1 = np.asarray(m.idx0[...]), np.asarray(m.idx1[...])
-  assert idx0.shape == (6, 3) and idx1.shape == (8, 4)  # fan-in capped at the previous width
+  # fan-in capped at the previous width
+  assert idx0.shape == (6, 3) and idx1.shape == (8, 4)
   assert all(len(set(r)) == len(r) for r in [*idx0, *idx1])
   m.w2[...] = jnp.asarray(RNG.normal(size=(8, 1)), jnp.float32)
   h = X.astype(np.float64)
   for idx, w in ((idx0, m.w0), (idx1, m.w1)):
-    h = np.maximum(np.einsum("bok,ok->bo", h[:, idx], np.asarray(w[...], np.float64)), 0)
+    h = np.maximum(
+      np.einsum("bok,ok->bo", h[:, idx], np.asarray(w[...], np.float64)), 0
+    )
   want = h @ np.asarray(m.w2[...], np.float64)
   np.testing.assert_allclose(np.asarray(m(X)), want, rtol=1e-5, atol=1e-6)
 
@@ -89,7 +113,9 @@ def test_projected_adam_keeps_the_bound_and_equals_project_after_step():
       params = optax.apply_updates(params, u)
       ur, ref_st = ref_tx.update(jax.grad(loss)(ref), ref_st, ref)
       ref = D.project_params(optax.apply_updates(ref, ur), 0.5)
-      top = jnp.max(jnp.stack([jnp.abs(l).max() for l in jax.tree.leaves(params)]))
+      top = jnp.max(
+        jnp.stack([jnp.abs(l).max() for l in jax.tree.leaves(params)])
+      )
       return (params, st, ref, ref_st), top
 
     c0 = (params, tx.init(params), ref, ref_tx.init(ref))
@@ -106,7 +132,9 @@ def test_projected_adam_keeps_the_bound_and_equals_project_after_step():
 
 def test_project_params_is_a_clip():
   p = {"a": jnp.asarray([-3.0, 0.2, 5.0])}
-  np.testing.assert_allclose(np.asarray(D.project_params(p, 1.0)["a"]), [-1.0, 0.2, 1.0])
+  np.testing.assert_allclose(
+    np.asarray(D.project_params(p, 1.0)["a"]), [-1.0, 0.2, 1.0]
+  )
 
 
 def test_message_passing_view_equals_the_forward():
@@ -114,10 +142,14 @@ def test_message_passing_view_equals_the_forward():
   g = D.computational_graph(m)
   assert g.adjacency.shape == (14, 14)
   w1 = np.asarray(m.w1[...])
-  # Edge j (layer 1, node 3 + j) -> i (layer 2, node 8 + i) carries W[i, j] / n_1.
+  # Edge j (layer 1, node 3 + j) -> i (layer 2, node 8 + i) carries W[i, j] /
+  # n_1.
   assert float(g.adjacency[8 + 2, 3 + 1]) == pytest.approx(w1[1, 2] / 5)
   np.testing.assert_allclose(
-    np.asarray(D.message_passing_apply(g, X)), np.asarray(m(X)), rtol=1e-5, atol=1e-6
+    np.asarray(D.message_passing_apply(g, X)),
+    np.asarray(m(X)),
+    rtol=1e-5,
+    atol=1e-6,
   )
 
 
@@ -126,7 +158,9 @@ def test_sharded_forward_equals_single_device():
   mesh = jax.make_mesh((jax.device_count(),), ("data",))
   xs = jax.device_put(jnp.asarray(X), NamedSharding(mesh, P("data")))
   f = nnx.jit(lambda mod, x: mod(x))
-  np.testing.assert_allclose(np.asarray(f(m, xs)), np.asarray(m(jnp.asarray(X))), rtol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(f(m, xs)), np.asarray(m(jnp.asarray(X))), rtol=1e-6
+  )
 
 
 def test_bump_data_matches_a_float64_numpy_target():
@@ -141,7 +175,9 @@ def test_bump_data_matches_a_float64_numpy_target():
   y = (s * r * np.maximum(0.0, 1 - dist / r)).sum(-1)
   assert sd == pytest.approx(y[:50].std(), rel=1e-5)
   want = (y - y[:50].mean()) / y[:50].std()
-  np.testing.assert_allclose(np.concatenate([data["ytr"], data["yte"]])[:, 0], want, atol=1e-5)
+  np.testing.assert_allclose(
+    np.concatenate([data["ytr"], data["yte"]])[:, 0], want, atol=1e-5
+  )
   assert data["ytr"].shape == (50, 1) and data["ytr"].dtype == np.float32
   np.testing.assert_allclose(data["ytr"].var(), 1.0, rtol=1e-5)
 
@@ -152,11 +188,21 @@ def test_make_model_builds_each_class_as_its_module():
     cls, 3, 1, widths=(4, 4), bound=bound, fan_in=2, rngs=nnx.Rngs(1)
   )
   direct = {
-    "dense": D.StronglyDenseMLP(3, 1, widths=(4, 4), bound=2.0, rngs=nnx.Rngs(1)),
-    "dense_sum": D.StronglyDenseMLP(
-      3, 1, widths=(4, 4), bound=2.0, normalize="none", init="fan_in", rngs=nnx.Rngs(1)
+    "dense": D.StronglyDenseMLP(
+      3, 1, widths=(4, 4), bound=2.0, rngs=nnx.Rngs(1)
     ),
-    "sparse": D.SparseFaninMLP(3, 1, widths=(4, 4), bound=2.0, fan_in=2, rngs=nnx.Rngs(1)),
+    "dense_sum": D.StronglyDenseMLP(
+      3,
+      1,
+      widths=(4, 4),
+      bound=2.0,
+      normalize="none",
+      init="fan_in",
+      rngs=nnx.Rngs(1),
+    ),
+    "sparse": D.SparseFaninMLP(
+      3, 1, widths=(4, 4), bound=2.0, fan_in=2, rngs=nnx.Rngs(1)
+    ),
     "plain": D.PlainMLP(3, 1, widths=(4, 4), rngs=nnx.Rngs(1)),
   }
   for cls, want in direct.items():
@@ -164,6 +210,8 @@ def test_make_model_builds_each_class_as_its_module():
     assert type(got) is type(want)
     np.testing.assert_array_equal(np.asarray(got(x)), np.asarray(want(x)))
   # the sum-aggregated control is not the mean-aggregated class
-  assert not np.allclose(np.asarray(make("dense")(x)), np.asarray(make("dense_sum")(x)))
+  assert not np.allclose(
+    np.asarray(make("dense")(x)), np.asarray(make("dense_sum")(x))
+  )
   with pytest.raises(ValueError, match="bound must be a number"):
     make("dense", None)

@@ -1,4 +1,5 @@
-"""Float64 NumPy transcriptions of the DenseAM equations (independent of the JAX code)."""
+"""Float64 NumPy transcriptions of the DenseAM equations (independent of the JAX
+code)."""
 
 import numpy as np
 
@@ -25,21 +26,35 @@ def activation(h, energy, n, beta):
   return np.maximum(h, 0) ** (n - 1)
 
 
-def energy(xi, x, energy_kind="lse", n=3, beta=1.0, alpha=1.0, gamma=1.0, input_norm="none"):
+def energy(
+  xi,
+  x,
+  energy_kind="lse",
+  n=3,
+  beta=1.0,
+  alpha=1.0,
+  gamma=1.0,
+  input_norm=("none"),
+):
   """E(x) = 1/2 |x|^2 - gamma Phi(alpha Xi g(x)), per row of x."""
   xi, x = np.asarray(xi, np.float64), np.asarray(x, np.float64)
   h = alpha * g(x, input_norm) @ xi.T
   return 0.5 * (x * x).sum(-1) - gamma * lagrangian(h, energy_kind, n, beta)
 
 
-def grad_identity(xi, x, energy_kind="lse", n=3, beta=1.0, alpha=1.0, gamma=1.0):
+def grad_identity(
+  xi, x, energy_kind="lse", n=3, beta=1.0, alpha=1.0, gamma=1.0
+):
   """Hand-derived grad E for g = id: x - gamma alpha Xi^T f(alpha Xi x)."""
   xi, x = np.asarray(xi, np.float64), np.asarray(x, np.float64)
-  return x - gamma * alpha * activation(alpha * x @ xi.T, energy_kind, n, beta) @ xi
+  return (
+    x - gamma * alpha * activation(alpha * x @ xi.T, energy_kind, n, beta) @ xi
+  )
 
 
 def grad_fd(fun, x, eps=1e-6):
-  """Central finite differences of sum(fun(x)) (row-separable fun) in float64."""
+  """Central finite differences of sum(fun(x)) (row-separable fun) in
+  float64."""
   x = np.asarray(x, np.float64)
   out = np.zeros_like(x)
   for idx in np.ndindex(*x.shape):
@@ -51,8 +66,9 @@ def grad_fd(fun, x, eps=1e-6):
 
 
 def dynamics(xi, x0, clamp, steps, dt, input_norm="none", **kw):
-  """T Euler steps with clamping (a Python loop), the gradient by finite differences for
-  LayerNorm and the closed form for g = id; returns x_T and the [T+1, B] energy trace."""
+  """T Euler steps with clamping (a Python loop), the gradient by finite
+  differences for LayerNorm and the closed form for g = id; returns x_T and the
+  [T+1, B] energy trace."""
   x0 = np.asarray(x0, np.float64)
   x = x0.copy()
   trace = [energy(xi, x, input_norm=input_norm, **kw)]

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.denseam``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.denseam``: malformed calls, eagerly and
+under jit."""
 
 import jax
 import numpy as np
@@ -69,7 +70,12 @@ CASES = [
     jit_reason="static configuration",
     id="Parametrization-nan",
   ),
-  Case("energy", D.energy, (XI, X[:, :4], CFG), match=r"x must have shape \[B, N\] with N"),
+  Case(
+    "energy",
+    D.energy,
+    (XI, X[:, :4], CFG),
+    match=(r"x must have shape \[B, N\] with N"),
+  ),
   Case(
     "energy",
     D.energy,
@@ -93,8 +99,15 @@ CASES = [
     match="cfg must be a DenseAMConfig",
     id="energy-cfg",
   ),
-  Case("energy_grad", D.energy_grad, (XI[0], X, CFG), match="xi must have rank 2"),
-  Case("run_dynamics", D.run_dynamics, (XI, X, CLAMP[:4], CFG), match="clamp must have shape"),
+  Case(
+    "energy_grad", D.energy_grad, (XI[0], X, CFG), match=("xi must have rank 2")
+  ),
+  Case(
+    "run_dynamics",
+    D.run_dynamics,
+    (XI, X, CLAMP[:4], CFG),
+    match=("clamp must have shape"),
+  ),
   Case(
     "run_dynamics",
     D.run_dynamics,
@@ -103,7 +116,13 @@ CASES = [
     match="clamp must have a bool dtype",
     id="run_dynamics-clamp-dtype",
   ),
-  Case("loss_fn", D.loss_fn, (XI, BAD_LABEL, CFG), match=r"labels in \[0, 2\)", jit="nan"),
+  Case(
+    "loss_fn",
+    D.loss_fn,
+    (XI, BAD_LABEL, CFG),
+    match=r"labels in \[0, 2\)",
+    jit=("nan"),
+  ),
   Case(
     "loss_fn",
     D.loss_fn,
@@ -120,7 +139,13 @@ CASES = [
     match="batch must be a denseam.Batch",
     id="loss_fn-tuple",
   ),
-  Case("init_memories", D.init_memories, (0, 4, 5, P), error=TypeError, match="typed PRNG key"),
+  Case(
+    "init_memories",
+    D.init_memories,
+    (0, 4, 5, P),
+    error=TypeError,
+    match=("typed PRNG key"),
+  ),
   Case(
     "init_memories",
     D.init_memories,
@@ -128,7 +153,12 @@ CASES = [
     match=r"k \(number of memories\)",
     id="init_memories-k",
   ),
-  Case("make_optimizer", D.make_optimizer, (P, 4, -0.1), match="base_lr must be >= 0"),
+  Case(
+    "make_optimizer",
+    D.make_optimizer,
+    (P, 4, -0.1),
+    match=("base_lr must be >= 0"),
+  ),
   Case(
     "make_optimizer",
     D.make_optimizer,
@@ -269,7 +299,11 @@ CASES = [
   ),
 ]
 
-EXEMPT = {"Batch": "a NamedTuple data container (checked by every function that takes one)"}
+EXEMPT = {
+  "Batch": (
+    "a NamedTuple data container (checked by every function that takes one)"
+  )
+}
 
 
 @parametrize(CASES)
@@ -281,11 +315,12 @@ def test_covers_public_api():
   assert_covers(D, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_no_clamped_units_and_no_multipliers_is_the_plain_model():
-  """``mult=None`` means alpha = gamma = beta_scale = 1; an all-False clamp moves every unit."""
+  """``mult=None`` means alpha = gamma = beta_scale = 1; an all-False clamp
+  moves every unit."""
   x_t, e = D.run_dynamics(XI, X, np.zeros(5, bool), CFG)
   x_t1, e1 = D.run_dynamics(XI, X, np.zeros(5, bool), CFG, {})
   np.testing.assert_array_equal(np.asarray(x_t), np.asarray(x_t1))
@@ -295,8 +330,12 @@ def test_no_clamped_units_and_no_multipliers_is_the_plain_model():
 def test_fully_clamped_state_does_not_move():
   x_t, e = D.run_dynamics(XI, X, np.ones(5, bool), CFG)
   np.testing.assert_array_equal(np.asarray(x_t), X)
-  np.testing.assert_allclose(np.asarray(e), np.broadcast_to(np.asarray(e[0]), e.shape))
+  np.testing.assert_allclose(
+    np.asarray(e), np.broadcast_to(np.asarray(e[0]), e.shape)
+  )
 
 
 def test_optimal_lr_single_grid_point():
-  assert D.optimal_lr(np.array([[0.3]]), np.array([0.01]))[0] == pytest.approx(0.01)
+  assert D.optimal_lr(np.array([[0.3]]), np.array([0.01]))[0] == pytest.approx(
+    0.01
+  )

@@ -1,4 +1,5 @@
-"""Energy, its gradient, the unrolled dynamics and the losses against float64 NumPy."""
+"""Energy, its gradient, the unrolled dynamics and the losses against float64
+NumPy."""
 
 import jax
 import jax.numpy as jnp
@@ -30,10 +31,13 @@ def test_energy_matches_numpy(energy, norm):
 
 
 def test_reference_gradient_is_the_finite_difference():
-  """The hand-derived NumPy gradient itself agrees with finite differences (float64)."""
+  """The hand-derived NumPy gradient itself agrees with finite differences
+  (float64)."""
   for energy in ("lse", "poly"):
     fd = R.grad_fd(lambda z: R.energy(XI, z, **_kw(energy)), X)
-    np.testing.assert_allclose(R.grad_identity(XI, X, **_kw(energy)), fd, atol=1e-7)
+    np.testing.assert_allclose(
+      R.grad_identity(XI, X, **_kw(energy)), fd, atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("energy", ["lse", "poly"])
@@ -44,30 +48,41 @@ def test_energy_grad_matches_numpy(energy, norm):
   if norm == "none":
     want = R.grad_identity(XI, X, **_kw(energy))
   else:  # LayerNorm's Jacobian: finite differences of the float64 energy
-    want = R.grad_fd(lambda z: R.energy(XI, z, input_norm=norm, **_kw(energy)), X)
+    want = R.grad_fd(
+      lambda z: R.energy(XI, z, input_norm=norm, **_kw(energy)), X
+    )
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
 def test_gamma_alpha_and_beta_enter_where_the_equation_says():
-  """A dropped or swapped multiplier changes the gradient: alpha appears in both maps."""
+  """A dropped or swapped multiplier changes the gradient: alpha appears in both
+  maps."""
   cfg = D.DenseAMConfig(energy="poly", n=3)
   base = np.asarray(D.energy_grad(XI, X, cfg, {"alpha": 2.0, "gamma": 1.0}))
   swapped = np.asarray(D.energy_grad(XI, X, cfg, {"alpha": 1.0, "gamma": 2.0}))
-  # poly n=3: grad = x - gamma alpha^(n) Xi^T ReLU(Xi x)^2 -> alpha=2 gives 2^3 = 8x the drive.
+  # poly n=3: grad = x - gamma alpha^(n) Xi^T ReLU(Xi x)^2 -> alpha=2 gives
+  # 2^3 = 8x the drive.
   drive = X - R.grad_identity(XI, X, energy_kind="poly", n=3)
   np.testing.assert_allclose(X - base, 8 * drive, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(X - swapped, 2 * drive, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("energy,norm", [("lse", "none"), ("poly", "layernorm")])
+@pytest.mark.parametrize(
+  "energy,norm", [("lse", "none"), ("poly", "layernorm")]
+)
 def test_run_dynamics_matches_numpy_loop(energy, norm):
-  cfg = D.DenseAMConfig(energy=energy, n=3, beta=2.0, dt=0.3, steps=3, input_norm=norm)
+  cfg = D.DenseAMConfig(
+    energy=energy, n=3, beta=2.0, dt=0.3, steps=3, input_norm=norm
+  )
   clamp = np.array([True, False, False, True, False])
   x_t, trace = D.run_dynamics(XI, X, clamp, cfg, MULT)
-  want_x, want_e = R.dynamics(XI, X, clamp, 3, 0.3, input_norm=norm, **_kw(energy))
+  want_x, want_e = R.dynamics(
+    XI, X, clamp, 3, 0.3, input_norm=norm, **_kw(energy)
+  )
   np.testing.assert_allclose(np.asarray(x_t), want_x, rtol=1e-4, atol=1e-5)
   np.testing.assert_allclose(np.asarray(trace), want_e, rtol=1e-4, atol=1e-5)
-  np.testing.assert_array_equal(np.asarray(x_t)[:, clamp], X[:, clamp])  # clamped units held
+  # clamped units held
+  np.testing.assert_array_equal(np.asarray(x_t)[:, clamp], X[:, clamp])
 
 
 @pytest.mark.parametrize("energy,n", [("lse", 3), ("poly", 2)])
@@ -80,9 +95,13 @@ def test_energy_never_increases_for_small_dt(energy, n):
   x0 = 2 * jax.random.normal(k2, (100, 4, 8))
   clamp = jax.random.bernoulli(k3, 0.3, (100, 4, 8))
   cfg = D.DenseAMConfig(energy=energy, n=n, beta=1.0, dt=0.5, steps=6)
-  _, e = jax.jit(jax.vmap(lambda a, b, c: D.run_dynamics(a, b, c, cfg)))(xis, x0, clamp)
+  _, e = jax.jit(jax.vmap(lambda a, b, c: D.run_dynamics(a, b, c, cfg)))(
+    xis, x0, clamp
+  )
   e = np.asarray(e)  # [100, T+1, 4]
-  assert np.all(np.diff(e, axis=1) <= 1e-5 * (1 + np.abs(e[:, :-1]))), "energy rose"
+  assert np.all(np.diff(e, axis=1) <= 1e-5 * (1 + np.abs(e[:, :-1]))), (
+    "energy rose"
+  )
   assert np.all(e[:, -1] < e[:, 0] - 1e-3)  # and it does move
 
 
@@ -94,7 +113,9 @@ def _classify_batch():
 
 
 def test_classify_loss_matches_numpy():
-  cfg = D.DenseAMConfig(energy="lse", beta=2.0, dt=0.5, steps=3, num_classes=2, readout_scale=3.0)
+  cfg = D.DenseAMConfig(
+    energy="lse", beta=2.0, dt=0.5, steps=3, num_classes=2, readout_scale=3.0
+  )
   batch = _classify_batch()
   loss, aux = D.loss_fn(XI * 3, batch, cfg, MULT)
   want, acc = R.classify_loss(XI * 3, *batch, 3, 0.5, 2, 3.0, **_kw("lse"))
@@ -108,33 +129,47 @@ def test_denoise_loss_is_the_mse_of_x_T():
   loss, aux = D.loss_fn(XI, D.Batch(X, np.zeros(N, bool), clean), cfg, MULT)
   x_t, _ = R.dynamics(XI, X, np.zeros(N, bool), 2, 0.5, **_kw("poly"))
   assert float(loss) == pytest.approx(np.mean((x_t - clean) ** 2), rel=1e-5)
-  assert float(aux["bit_error"]) == pytest.approx(np.mean(np.sign(x_t) != clean))
+  assert float(aux["bit_error"]) == pytest.approx(
+    np.mean(np.sign(x_t) != clean)
+  )
 
 
 def test_memory_gradient_collects_every_shared_use():
-  """d loss / d Xi against float64 finite differences: Xi is used in both maps of all T steps."""
-  cfg = D.DenseAMConfig(energy="lse", beta=2.0, dt=0.5, steps=3, num_classes=2, readout_scale=3.0)
+  """d loss / d Xi against float64 finite differences: Xi is used in both maps
+  of all T steps."""
+  cfg = D.DenseAMConfig(
+    energy="lse", beta=2.0, dt=0.5, steps=3, num_classes=2, readout_scale=3.0
+  )
   batch = _classify_batch()
   xi = (XI * 3).astype(np.float64)
-  got = np.asarray(jax.grad(lambda w: D.loss_fn(w, batch, cfg, MULT)[0])(xi.astype(np.float32)))
+  got = np.asarray(
+    jax.grad(lambda w: D.loss_fn(w, batch, cfg, MULT)[0])(xi.astype(np.float32))
+  )
 
   def f(w):
-    return np.array([R.classify_loss(w, *batch, 3, 0.5, 2, 3.0, **_kw("lse"))[0]])
+    return np.array(
+      [R.classify_loss(w, *batch, 3, 0.5, 2, 3.0, **_kw("lse"))[0]]
+    )
 
   want = R.grad_fd(f, xi, eps=1e-5)
   np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-5)
-  assert np.abs(want).max() > 1e-3  # a non-trivial gradient, so the comparison has teeth
+  # a non-trivial gradient, so the comparison has teeth
+  assert np.abs(want).max() > 1e-3
 
 
 def test_bfloat16_states_run_and_stay_finite():
   cfg = D.DenseAMConfig(energy="lse", steps=2)
-  x_t, e = D.run_dynamics(XI.astype(jnp.bfloat16), X.astype(jnp.bfloat16), np.zeros(N, bool), cfg)
-  assert x_t.dtype == jnp.bfloat16 and np.all(np.isfinite(np.asarray(e, np.float32)))
+  x_t, e = D.run_dynamics(
+    XI.astype(jnp.bfloat16), X.astype(jnp.bfloat16), np.zeros(N, bool), cfg
+  )
+  assert x_t.dtype == jnp.bfloat16 and np.all(
+    np.isfinite(np.asarray(e, np.float32))
+  )
 
 
 def test_repeated_calls_do_not_recompile():
-  """Eager calls with the same config and shapes reuse one compiled program, whatever the
-  multiplier values (they are traced arguments, not constants)."""
+  """Eager calls with the same config and shapes reuse one compiled program,
+  whatever the multiplier values (they are traced arguments, not constants)."""
   from jaxpapers.denseam import _model
 
   cfg = D.DenseAMConfig(energy="lse", steps=3, dt=0.25)

@@ -1,4 +1,5 @@
-"""Width multipliers, presets, the init law and the width-scaled Adam against closed forms."""
+"""Width multipliers, presets, the init law and the width-scaled Adam against
+closed forms."""
 
 import math
 
@@ -34,26 +35,36 @@ def test_multipliers_are_the_power_laws():
   assert m["beta_scale"] == pytest.approx(2.0)
   # At the base width every multiplier is its base value.
   m0 = p.multipliers(8)
-  assert (m0["alpha"], m0["gamma"], m0["init_std"], m0["lr_scale"]) == (3.0, 5.0, 2.0, 1.0)
+  assert (m0["alpha"], m0["gamma"], m0["init_std"], m0["lr_scale"]) == (
+    3.0,
+    5.0,
+    2.0,
+    1.0,
+  )
   sl = p.replace(beta_rule="sqrtlog").multipliers(64)
-  assert sl["beta_scale"] == pytest.approx(math.sqrt(math.log(64) / math.log(8)))
+  assert sl["beta_scale"] == pytest.approx(
+    math.sqrt(math.log(64) / math.log(8))
+  )
 
 
 def test_presets():
   for k in (16, 1024):
     assert set(D.Parametrization.standard(16).multipliers(k).values()) == {1.0}
-    assert D.Parametrization.hypothesis_lse(16).multipliers(k) == D.Parametrization.standard(
-      16
-    ).multipliers(k)
+    assert D.Parametrization.hypothesis_lse(16).multipliers(
+      k
+    ) == D.Parametrization.standard(16).multipliers(k)
   hp = D.Parametrization.hypothesis_poly(3, base_width=16).multipliers(256)
-  assert hp["gamma"] == pytest.approx(1 / 16) and hp["eps_scale"] == pytest.approx(1 / 16)
+  assert hp["gamma"] == pytest.approx(1 / 16) and hp[
+    "eps_scale"
+  ] == pytest.approx(1 / 16)
   assert hp["alpha"] == 1.0 and hp["lr_scale"] == 1.0
   with pytest.raises(NotImplementedError, match="arXiv 2605.10164"):
     D.Parametrization.from_paper()
 
 
 def test_derived_presets():
-  """LSE: only Adam's eps follows 1/K; polynomial: gamma and eps follow 1/K; lr never moves."""
+  """LSE: only Adam's eps follows 1/K; polynomial: gamma and eps follow 1/K; lr
+  never moves."""
   lse = D.Parametrization.derived("lse", base_width=16).multipliers(256)
   assert lse == {
     "alpha": 1.0,
@@ -66,8 +77,15 @@ def test_derived_presets():
   poly = D.Parametrization.derived("poly", 10, base_width=16)
   assert poly.name == "derived_poly10"
   m = poly.multipliers(64)
-  assert m["gamma"] == pytest.approx(1 / 4) and m["eps_scale"] == pytest.approx(1 / 4)
-  assert (m["alpha"], m["init_std"], m["lr_scale"], m["beta_scale"]) == (1.0, 1.0, 1.0, 1.0)
+  assert m["gamma"] == pytest.approx(1 / 4) and m["eps_scale"] == pytest.approx(
+    1 / 4
+  )
+  assert (m["alpha"], m["init_std"], m["lr_scale"], m["beta_scale"]) == (
+    1.0,
+    1.0,
+    1.0,
+    1.0,
+  )
   with pytest.raises(ValueError, match="energy must be 'lse' or 'poly'"):
     D.Parametrization.derived("relu")
 
@@ -88,7 +106,11 @@ def test_make_optimizer_first_step_is_scaled_adam():
   g = jnp.array([1e-4, -2e-3, 0.5])
   opt = D.make_optimizer(p, 8, 0.1)  # K/K0 = 2: lr 0.05, eps 5e-4
   upd, _ = opt.update(g, opt.init(jnp.zeros(3)))
-  want = -0.05 * np.asarray(g, np.float64) / (np.abs(np.asarray(g, np.float64)) + 5e-4)
+  want = (
+    -0.05
+    * np.asarray(g, np.float64)
+    / (np.abs(np.asarray(g, np.float64)) + 5e-4)
+  )
   np.testing.assert_allclose(np.asarray(upd), want, rtol=1e-5)
 
 
@@ -100,5 +122,7 @@ def test_make_optimizer_takes_a_traced_learning_rate():
     opt = D.make_optimizer(p, 4, lr)
     return opt.update(jnp.ones(2), opt.init(jnp.zeros(2)))[0]
 
-  np.testing.assert_allclose(np.asarray(first_update(jnp.float32(0.3))), -0.3, rtol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(first_update(jnp.float32(0.3))), -0.3, rtol=1e-5
+  )
   assert isinstance(D.make_optimizer(p, 4, 0.1), optax.GradientTransformation)

@@ -25,13 +25,18 @@ def tiny_dual(seed=0, num_classes=0, parametrization="v"):
 
 
 def tiny_single(seed=0, num_classes=0):
-  return dr.SingleNetwork(**TINY, width=16, depth=1, num_classes=num_classes, rngs=nnx.Rngs(seed))
+  return dr.SingleNetwork(
+    **TINY, width=16, depth=1, num_classes=num_classes, rngs=nnx.Rngs(seed)
+  )
 
 
 def randomize(model, seed=0, scale=0.1):
-  """Perturb every parameter (zero-initialised output layers otherwise make outputs trivial)."""
+  """Perturb every parameter (zero-initialised output layers otherwise make
+  outputs trivial)."""
   graphdef, state = nnx.split(model)
   leaves, tree = jax.tree.flatten(state)
   keys = jax.random.split(jax.random.key(seed), len(leaves))
-  leaves = [l + scale * jax.random.normal(k, l.shape) for l, k in zip(leaves, keys)]
+  leaves = [
+    l + scale * jax.random.normal(k, l.shape) for l, k in zip(leaves, keys)
+  ]
   return nnx.merge(graphdef, jax.tree.unflatten(tree, leaves))

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.dual_rate``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.dual_rate``: malformed calls, eagerly and
+under jit."""
 
 import functools
 
@@ -20,7 +21,8 @@ FEATS = np.random.default_rng(0).normal(size=(6, 3))
 
 
 def _abstract(make):
-  """The module with shape-only parameters: enough for checks that fire before any compute."""
+  """The module with shape-only parameters: enough for checks that fire before
+  any compute."""
   return nnx.eval_shape(make)
 
 
@@ -37,13 +39,16 @@ def _dual():
 @functools.cache
 def _clf():
   return _abstract(
-    lambda: dr.FeatureClassifier(image_size=8, num_classes=2, feature_dim=4, rngs=nnx.Rngs(0))
+    lambda: dr.FeatureClassifier(
+      image_size=8, num_classes=2, feature_dim=4, rngs=nnx.Rngs(0)
+    )
   )
 
 
 @functools.cache
 def _micro():
-  """A real (initialised) class-conditional network, as small as the sampler allows."""
+  """A real (initialised) class-conditional network, as small as the sampler
+  allows."""
   return dr.SingleNetwork(
     image_size=4,
     channels=1,
@@ -64,7 +69,11 @@ def _key():
 CASES = [
   # schedule: value checks (NaN under jit) and static config
   Case(
-    "q_sample", dr.q_sample, (X, F32([1.7, -0.5]), X, S), match=r"t must lie in \[0, 1\]", jit="nan"
+    "q_sample",
+    dr.q_sample,
+    (X, F32([1.7, -0.5]), X, S),
+    match=(r"t must lie in \[0, 1\]"),
+    jit=("nan"),
   ),
   Case(
     "q_sample",
@@ -81,8 +90,20 @@ CASES = [
     match=r"t must be a scalar or",
     id="q_sample-t-shape",
   ),
-  Case("ddim_step", dr.ddim_step, (X, X, F32(0.3), F32(0.6), S), match="s <= t", jit="nan"),
-  Case("posterior", dr.posterior, (X, X, F32(0.3), F32(0.6), S), match="s <= t", jit="nan"),
+  Case(
+    "ddim_step",
+    dr.ddim_step,
+    (X, X, F32(0.3), F32(0.6), S),
+    match="s <= t",
+    jit=("nan"),
+  ),
+  Case(
+    "posterior",
+    dr.posterior,
+    (X, X, F32(0.3), F32(0.6), S),
+    match="s <= t",
+    jit=("nan"),
+  ),
   Case(
     "ancestral_step",
     lambda z, x, t, s: dr.ancestral_step(z, x, t, s, S, _key()),
@@ -119,7 +140,11 @@ CASES = [
     id="karras_sigmas-order",
   ),
   Case(
-    "edm_sigma_to_t", dr.edm_sigma_to_t, (F32([-1.0]), S), match="sigma_edm must be >= 0", jit="nan"
+    "edm_sigma_to_t",
+    dr.edm_sigma_to_t,
+    (F32([-1.0]), S),
+    match=("sigma_edm must be >= 0"),
+    jit=("nan"),
   ),
   Case(
     "edm_preconditioning",
@@ -169,7 +194,12 @@ CASES = [
     (X, X, F32(1.0), np.ones((2, 2), F32)),
     match=r"sigma must be a scalar or shape \[B\]",
   ),
-  Case("output_to_x", dr.output_to_x, (X, X, F32(0.5), S, "w"), match="parametrization must be"),
+  Case(
+    "output_to_x",
+    dr.output_to_x,
+    (X, X, F32(0.5), S, "w"),
+    match=("parametrization must be"),
+  ),
   Case(
     "output_to_x",
     dr.output_to_x,
@@ -177,9 +207,19 @@ CASES = [
     match="output and z must have the same shape",
     id="output_to_x-shape",
   ),
-  Case("loss_weight", dr.loss_weight, (F32([0.0]), "snr"), match="weighting must be"),
+  Case(
+    "loss_weight",
+    dr.loss_weight,
+    (F32([0.0]), "snr"),
+    match=("weighting must be"),
+  ),
   # networks
-  Case("timestep_embedding", dr.timestep_embedding, (F32([0.5]), 7), match="dim must be an even"),
+  Case(
+    "timestep_embedding",
+    dr.timestep_embedding,
+    (F32([0.5]), 7),
+    match=("dim must be an even"),
+  ),
   Case(
     "timestep_embedding",
     dr.timestep_embedding,
@@ -257,14 +297,18 @@ CASES = [
   ),
   Case(
     "sample",
-    lambda key: dr.sample(_dual(), key, (2, 8, 8, 1), num_steps=2, refresh=np.array([False, True])),
+    lambda key: dr.sample(
+      _dual(), key, (2, 8, 8, 1), num_steps=2, refresh=np.array([False, True])
+    ),
     (jax.random.key(0),),
     match=r"refresh\[0\] must be True",
     id="sample-refresh",
   ),
   Case(
     "sample",
-    lambda: dr.sample(_single(), _key(), (2, 8, 8, 1), num_steps=2, sampler="euler"),
+    lambda: dr.sample(
+      _single(), _key(), (2, 8, 8, 1), num_steps=2, sampler=("euler")
+    ),
     match="sampler must be one of",
     jit=None,
     jit_reason="static configuration",
@@ -385,7 +429,9 @@ CASES = [
   ),
   Case(
     "EmaState",
-    lambda: dr.ema_tracker(0.9).update({"w": np.ones(1)}, dr.EmaState({"w": np.ones(1)})),
+    lambda: dr.ema_tracker(0.9).update(
+      {"w": np.ones(1)}, dr.EmaState({"w": np.ones(1)})
+    ),
     match="ema_tracker needs params",
     jit=None,
     jit_reason="optax state container",
@@ -406,7 +452,9 @@ CASES = [
   ),
   Case(
     "mmd_pair_loss",
-    lambda x, k: dr.mmd_pair_loss(dr.MMDPair(_single(), _single()), _single(), x, None, k),
+    lambda x, k: dr.mmd_pair_loss(
+      dr.MMDPair(_single(), _single()), _single(), x, None, k
+    ),
     (X[0], jax.random.key(0)),
     match=r"x must be \[B, H, W, C\]",
   ),
@@ -428,7 +476,10 @@ CASES = [
   ),
   # evaluation
   Case(
-    "FeatureClassifier", lambda x: _clf().features(x), (X[0],), match=r"x must be \[B, H, W, C\]"
+    "FeatureClassifier",
+    lambda x: _clf().features(x),
+    (X[0],),
+    match=(r"x must be \[B, H, W, C\]"),
   ),
   Case(
     "classifier_accuracy",
@@ -524,13 +575,30 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
-    "shapes", dr.shapes, (), {"num_train": 0}, match="num_train must be", jit=None, jit_reason=HOST
+    "shapes",
+    dr.shapes,
+    (),
+    {"num_train": 0},
+    match="num_train must be",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
-    "digits", dr.digits, (), {"num_test": 5000}, match="num_test must be", jit=None, jit_reason=HOST
+    "digits",
+    dr.digits,
+    (),
+    {"num_test": 5000},
+    match="num_test must be",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
-    "load_numpy", dr.load_numpy, ("mnist",), match="name must be one of", jit=None, jit_reason=HOST
+    "load_numpy",
+    dr.load_numpy,
+    ("mnist",),
+    match="name must be one of",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "num_classes",
@@ -627,7 +695,10 @@ CASES = [
   Case(
     "FDProxy",
     lambda: dr.FDProxy.build(
-      {k: np.zeros((4, 8, 8, 1), np.float32) for k in ("train_images", "test_images")}
+      {
+        k: np.zeros((4, 8, 8, 1), np.float32)
+        for k in ("train_images", "test_images")
+      }
       | {k: np.zeros(4, np.int32) for k in ("train_labels", "test_labels")},
       num_classes=2,
       classifier_steps=1,
@@ -739,7 +810,7 @@ def test_covers_public_api():
   assert_covers(dr, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_ddim_step_with_s_equal_t_is_the_identity():
@@ -759,5 +830,9 @@ def test_karras_one_step_grid_is_sigma_max_then_zero():
 
 
 def test_q_sample_poisons_only_the_bad_examples_under_jit():
-  z = jax.jit(lambda x, t: dr.q_sample(x, t, x, S))(np.ones((2, 3), F32), F32([1.7, 0.5]))
-  assert np.isnan(np.asarray(z[0])).all() and np.isfinite(np.asarray(z[1])).all()
+  z = jax.jit(lambda x, t: dr.q_sample(x, t, x, S))(
+    np.ones((2, 3), F32), F32([1.7, 0.5])
+  )
+  assert (
+    np.isnan(np.asarray(z[0])).all() and np.isfinite(np.asarray(z[1])).all()
+  )

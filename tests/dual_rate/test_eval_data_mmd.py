@@ -57,19 +57,24 @@ def test_precision_recall_knn():
 
 def test_classifier_features_separate_classes():
   d = dr.digits()
-  clf = dr.train_classifier(d["train_images"], d["train_labels"], num_classes=10, steps=60, seed=0)
+  clf = dr.train_classifier(
+    d["train_images"], d["train_labels"], num_classes=10, steps=60, seed=0
+  )
   assert dr.classifier_accuracy(clf, d["test_images"], d["test_labels"]) > 0.6
   f = dr.extract_features(clf, d["test_images"][:50])
   assert f.shape == (50, 64) and f.dtype == np.float64
 
 
 def test_features_and_accuracy_reuse_one_program_and_match_a_float64_forward():
-  """extract_features / classifier_accuracy compile once per (classifier, shape) and give the
-  classifier's own forward pass: a float64 numpy transcription of the CNN and its argmax."""
+  """extract_features / classifier_accuracy compile once per (classifier, shape)
+  and give the classifier's own forward pass: a float64 numpy transcription of
+  the CNN and its argmax."""
   from jaxpapers.dual_rate import _eval
 
   d = dr.digits()
-  clf = dr.train_classifier(d["train_images"], d["train_labels"], num_classes=10, steps=5, seed=1)
+  clf = dr.train_classifier(
+    d["train_images"], d["train_labels"], num_classes=10, steps=5, seed=1
+  )
   x = np.asarray(d["test_images"][:40], np.float64)
   y = np.asarray(d["test_labels"][:40])
 
@@ -79,7 +84,9 @@ def test_features_and_accuracy_reuse_one_program_and_match_a_float64_forward():
     oh, ow = -(-h // stride), -(-w // stride)
     ph = max((oh - 1) * stride + kh - h, 0)
     pw = max((ow - 1) * stride + kw - w, 0)
-    v = np.pad(v, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)))
+    v = np.pad(
+      v, ((0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0))
+    )
     out = np.zeros((v.shape[0], oh, ow, k.shape[3]))
     for i in range(kh):
       for j in range(kw):
@@ -88,7 +95,9 @@ def test_features_and_accuracy_reuse_one_program_and_match_a_float64_forward():
     return out + b
 
   def p(m):
-    return np.asarray(m.kernel[...], np.float64), np.asarray(m.bias[...], np.float64)
+    return np.asarray(m.kernel[...], np.float64), np.asarray(
+      m.bias[...], np.float64
+    )
 
   h = np.maximum(conv(x, *p(clf.c1), 1), 0)
   h = np.maximum(conv(h, *p(clf.c2), 2), 0)
@@ -102,24 +111,35 @@ def test_features_and_accuracy_reuse_one_program_and_match_a_float64_forward():
     acc = dr.classifier_accuracy(clf, x, y)
     np.testing.assert_allclose(f, ref, rtol=1e-4, atol=1e-4)
     assert acc == pytest.approx(ref_acc)
-  assert _eval._features_jit._cache_size() + _eval._logits_jit._cache_size() - n0 <= 2
+  assert (
+    _eval._features_jit._cache_size() + _eval._logits_jit._cache_size() - n0
+    <= 2
+  )
 
 
 def test_numpy_sources():
   d = dr.digits()
-  assert d["train_images"].shape == (1297, 8, 8, 1) and d["test_images"].shape == (500, 8, 8, 1)
+  assert d["train_images"].shape == (1297, 8, 8, 1) and d[
+    "test_images"
+  ].shape == (500, 8, 8, 1)
   assert d["train_images"].min() >= -1 and d["train_images"].max() <= 1
   s = dr.shapes(num_train=40, num_test=8)
   s2 = dr.shapes(num_train=40, num_test=8)
   np.testing.assert_array_equal(s["train_images"], s2["train_images"])
-  assert s["train_images"].shape == (40, 16, 16, 1) and set(np.unique(s["train_labels"])) <= {
+  assert s["train_images"].shape == (40, 16, 16, 1) and set(
+    np.unique(s["train_labels"])
+  ) <= {
     0,
     1,
     2,
     3,
   }
   imgs = dr.render_shapes(np.array([0, 1, 2, 3]), image_size=16)
-  assert imgs.min() >= -1 and imgs.max() <= 1 and all((im > 0).sum() > 5 for im in imgs)
+  assert (
+    imgs.min() >= -1
+    and imgs.max() <= 1
+    and all((im > 0).sum() > 5 for im in imgs)
+  )
   with pytest.raises(ValueError, match="name"):
     dr.load_numpy("cifar")
 
@@ -129,7 +149,11 @@ def test_tfds_builder_without_tensorflow(tmp_path):
   ref = dr.digits()
   np.testing.assert_array_equal(out["test_images"], ref["test_images"])
   np.testing.assert_array_equal(out["train_labels"], ref["train_labels"])
-  assert dr.tfds_builder("shapes", tmp_path).info.features["image"].shape == (16, 16, 1)
+  assert dr.tfds_builder("shapes", tmp_path).info.features["image"].shape == (
+    16,
+    16,
+    1,
+  )
 
 
 def test_last_refresh_index():
@@ -140,20 +164,28 @@ def test_last_refresh_index():
     dr.last_refresh_index([False, True])
 
 
-# Slow (about a minute of XLA compilation per case on 2 cores, whatever the model size): the
-# MMD training phase of the smoke experiment runs the same losses by default.
+# Slow (about a minute of XLA compilation per case on 2 cores, whatever the
+# model size): the MMD training phase of the smoke experiment runs the same
+# losses by default.
 @pytest.mark.slow
 @pytest.mark.parametrize("dual", [False, True])
 def test_mmd_gradients_are_separated(dual):
-  """Student gradients come only from the student loss and vanish when aux == teacher; aux
-  gradients come only from the aux loss."""
+  """Student gradients come only from the student loss and vanish when aux ==
+  teacher; aux gradients come only from the aux loss."""
   make = tiny_dual if dual else tiny_single
   teacher = randomize(make(seed=0), seed=0)
-  student, aux = randomize(make(seed=1), seed=1), randomize(make(seed=0), seed=0)
+  student, aux = (
+    randomize(make(seed=1), seed=1),
+    randomize(make(seed=0), seed=0),
+  )
   aux2 = randomize(make(seed=0), seed=5)
   x = jax.random.normal(jax.random.key(0), (4, 8, 8, 1))
   refresh = dr.refresh_schedule(4, interval=2) if dual else None
-  (gs, gsd), (ga, gad), gad2 = nnx.split(student), nnx.split(aux), nnx.split(aux2)[1]
+  (gs, gsd), (ga, gad), gad2 = (
+    nnx.split(student),
+    nnx.split(aux),
+    nnx.split(aux2)[1],
+  )
   tg, ts = nnx.split(teacher)
 
   @jax.jit
@@ -171,24 +203,29 @@ def test_mmd_gradients_are_separated(dual):
       )
       return sl if which == 0 else al
 
-    return jax.grad(f, argnums=(0, 1))(ps, pa, 0), jax.grad(f, argnums=(0, 1))(ps, pa, 1)
+    return jax.grad(f, argnums=(0, 1))(ps, pa, 0), jax.grad(f, argnums=(0, 1))(
+      ps, pa, 1
+    )
 
   (s_s, s_a), (a_s, a_a) = grads(gsd, gad)
   norm = lambda t: float(sum(jnp.sum(l**2) for l in jax.tree.leaves(t)))
   assert norm(s_a) == 0.0 and norm(a_s) == 0.0 and norm(a_a) > 0.0
   assert (
     norm(s_s) < 1e-9
-  )  # aux is a copy of the teacher: no moment gap, no student update (up to fusion round-off)
+    # aux is a copy of the teacher: no moment gap, no student update (up to
+    # fusion round-off)
+  )
   (s_s, _), _ = grads(gsd, gad2)
   assert norm(s_s) > 1e-6
 
 
 def test_mmd_student_loss_sign_moves_student_toward_teacher():
-  """L(eta) = sg[x_aux - x_teacher]^T x~. With aux = teacher + c in x-space (an x-parametrised
-  copy whose output bias is shifted by c), L = c * sum(x~) per example, so the gradient of the
-  student loss w.r.t. the student's output bias is +c * (patches per image) in every entry:
-  gradient descent lowers x~ when the student's mean (the aux) lies above the teacher. A sign
-  flip gives -c * patches (the separation of the two losses' gradients is checked by the slow
+  """L(eta) = sg[x_aux - x_teacher]^T x~. With aux = teacher + c in x-space (an
+  x-parametrised copy whose output bias is shifted by c), L = c * sum(x~) per
+  example, so the gradient of the student loss w.r.t. the student's output bias
+  is +c * (patches per image) in every entry: gradient descent lowers x~ when
+  the student's mean (the aux) lies above the teacher. A sign flip gives -c *
+  patches (the separation of the two losses' gradients is checked by the slow
   test above)."""
   c = 0.3
   mk = lambda seed: dr.SingleNetwork(
@@ -199,7 +236,11 @@ def test_mmd_student_loss_sign_moves_student_toward_teacher():
   aux.head.bias[...] = aux.head.bias[...] + c
   student = randomize(mk(1), seed=1)
   x = jax.random.normal(jax.random.key(0), (4, 8, 8, 1))
-  (gs, ps), (ga, pa), (tg, ts) = nnx.split(student), nnx.split(aux), nnx.split(teacher)
+  (gs, ps), (ga, pa), (tg, ts) = (
+    nnx.split(student),
+    nnx.split(aux),
+    nnx.split(teacher),
+  )
 
   @jax.jit
   def grads(ps, pa, ts):
@@ -219,14 +260,17 @@ def test_mmd_student_loss_sign_moves_student_toward_teacher():
   g_student = grads(ps, pa, ts)
   patches = (8 // TINY["patch_size"]) ** 2
   np.testing.assert_allclose(
-    np.asarray(jax.tree.leaves(g_student["head"]["bias"])[0]), c * patches, rtol=1e-4
+    np.asarray(jax.tree.leaves(g_student["head"]["bias"])[0]),
+    c * patches,
+    rtol=1e-4,
   )
 
 
 def test_fd_proxy_floor_and_scores_follow_the_splits():
-  """FDProxy: the floor and a sample's scores are the FD / KID of the named image ranges' features
-  (recomputed here from the classifier), the labels are balanced, and a held-out reference also
-  gives the FD against the training features."""
+  """FDProxy: the floor and a sample's scores are the FD / KID of the named
+  image ranges' features (recomputed here from the classifier), the labels are
+  balanced, and a held-out reference also gives the FD against the training
+  features."""
   rng = np.random.default_rng(0)
   img = lambda n: rng.uniform(-1, 1, (n, 8, 8, 1)).astype(np.float32)
   data = dict(
@@ -236,7 +280,9 @@ def test_fd_proxy_floor_and_scores_follow_the_splits():
     test_labels=np.arange(12) % 3,
   )
   splits = {"reference": ("heldout", 0, 6), "compared": ("heldout", 6, 12)}
-  proxy = dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits=splits)
+  proxy = dr.FDProxy.build(
+    data, num_classes=3, classifier_steps=2, splits=splits
+  )
   feats = lambda x: dr.extract_features(proxy.classifier, x)
   ref, cmp = feats(data["test_images"][:6]), feats(data["test_images"][6:])
   f = proxy.floor
@@ -245,14 +291,32 @@ def test_fd_proxy_floor_and_scores_follow_the_splits():
   np.testing.assert_allclose(
     f["fd_train_reference"], dr.fd_metric(feats(data["train_images"]), cmp)
   )
-  assert (f["reference"], f["n_reference"], f["n_compared"]) == ("heldout", 6, 6)
-  assert f["splits"] == {"reference": ["heldout", 0, 6], "compared": ["heldout", 6, 12]}
-  assert proxy.shape == (6, 8, 8, 1) and list(np.asarray(proxy.labels)) == [0, 1, 2, 0, 1, 2]
+  assert (f["reference"], f["n_reference"], f["n_compared"]) == (
+    "heldout",
+    6,
+    6,
+  )
+  assert f["splits"] == {
+    "reference": ["heldout", 0, 6],
+    "compared": ["heldout", 6, 12],
+  }
+  assert proxy.shape == (6, 8, 8, 1) and list(np.asarray(proxy.labels)) == [
+    0,
+    1,
+    2,
+    0,
+    1,
+    2,
+  ]
   x = img(6)
   s = proxy.score(x)
   np.testing.assert_allclose(s["fd"], dr.fd_metric(ref, feats(x)), rtol=1e-12)
-  np.testing.assert_allclose(s["fd_train"], dr.fd_metric(feats(data["train_images"]), feats(x)))
-  assert s["class_acc"] == dr.classifier_accuracy(proxy.classifier, x, proxy.labels)
+  np.testing.assert_allclose(
+    s["fd_train"], dr.fd_metric(feats(data["train_images"]), feats(x))
+  )
+  assert s["class_acc"] == dr.classifier_accuracy(
+    proxy.classifier, x, proxy.labels
+  )
   # The train reference: the whole train split, no train-reference FD beside it.
   train = dr.FDProxy.build(
     data,
@@ -260,15 +324,24 @@ def test_fd_proxy_floor_and_scores_follow_the_splits():
     classifier_steps=2,
     splits={"reference": ("train", 0, 24), "compared": ("heldout", 0, 4)},
   )
-  assert train.reference == "train" and train.shape[0] == 4 and "fd_train" not in train.score(x[:4])
+  assert (
+    train.reference == "train"
+    and train.shape[0] == 4
+    and "fd_train" not in train.score(x[:4])
+  )
   with pytest.raises(ValueError, match="splits"):
-    dr.FDProxy.build(data, num_classes=3, classifier_steps=2, splits={"reference": ("test", 0, 4)})
+    dr.FDProxy.build(
+      data,
+      num_classes=3,
+      classifier_steps=2,
+      splits={"reference": ("test", 0, 4)},
+    )
 
 
 def test_measure_sampler_scores_every_sampling_seed():
-  """measure_sampler: per sampling seed s the samples of key 10_000 + s, clipped and scored by
-  the proxy; the seed mean / std of FD and KID, the checked call counts and FLOPs, the first
-  seed's first samples as the grid."""
+  """measure_sampler: per sampling seed s the samples of key 10_000 + s, clipped
+  and scored by the proxy; the seed mean / std of FD and KID, the checked call
+  counts and FLOPs, the first seed's first samples as the grid."""
   rng = np.random.default_rng(1)
   img = lambda n: rng.uniform(-1, 1, (n, 8, 8, 1)).astype(np.float32)
   data = dict(
@@ -278,17 +351,36 @@ def test_measure_sampler_scores_every_sampling_seed():
     test_labels=np.arange(8) % 2,
   )
   splits = {"reference": ("heldout", 0, 4), "compared": ("heldout", 4, 8)}
-  proxy = dr.FDProxy.build(data, num_classes=2, classifier_steps=2, splits=splits)
-  model, refresh = randomize(tiny_dual(num_classes=2)), dr.refresh_schedule(4, interval=2)
+  proxy = dr.FDProxy.build(
+    data, num_classes=2, classifier_steps=2, splits=splits
+  )
+  model, refresh = (
+    randomize(tiny_dual(num_classes=2)),
+    dr.refresh_schedule(4, interval=2),
+  )
   flops = {"encoder": 100.0, "denoiser": 10.0}
-  kw = dict(num_steps=4, refresh=refresh, sampler="ddim", schedule=dr.NoiseSchedule())
+  kw = dict(
+    num_steps=4, refresh=refresh, sampler="ddim", schedule=dr.NoiseSchedule()
+  )
   out, grid = dr.measure_sampler(
-    model, proxy, **kw, use_features=True, flops=flops, eval_seeds=(0, 3), grid_samples=2
+    model,
+    proxy,
+    **kw,
+    use_features=True,
+    flops=flops,
+    eval_seeds=(0, 3),
+    grid_samples=2,
   )
   xs = [
     np.clip(
       np.asarray(
-        dr.sample(model, jax.random.key(10_000 + s), proxy.shape, cond=proxy.labels, **kw)
+        dr.sample(
+          model,
+          jax.random.key(10_000 + s),
+          proxy.shape,
+          cond=proxy.labels,
+          **kw,
+        )
       ),
       -1,
       1,
@@ -300,7 +392,9 @@ def test_measure_sampler_scores_every_sampling_seed():
   np.testing.assert_allclose(out["fd_seeds"], fds, rtol=1e-6)
   np.testing.assert_allclose(out["fd_mean"], fds.mean(), rtol=1e-6)
   np.testing.assert_allclose(out["fd_std"], fds.std(), rtol=1e-5, atol=1e-9)
-  np.testing.assert_allclose(out["kid_mean"], np.mean([s["kid"] for s in scores]), rtol=1e-6)
+  np.testing.assert_allclose(
+    out["kid_mean"], np.mean([s["kid"] for s in scores]), rtol=1e-6
+  )
   np.testing.assert_allclose(
     out["fd_train_mean"], np.mean([s["fd_train"] for s in scores]), rtol=1e-6
   )

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.evidence_coverage``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.evidence_coverage``: malformed calls,
+eagerly and under jit."""
 
 import jax
 import numpy as np
@@ -60,9 +61,26 @@ CASES = [
     match="key must be a typed PRNG key",
     id="make-raw-key",
   ),
-  Case("dense_topk", E.dense_topk, (XQ[None], X[:, :3], 2), match="share the feature dimension"),
-  Case("dense_topk", E.dense_topk, (XQ[None], X, 6), match="k_max must be <= 5", id="topk-kmax"),
-  Case("recall_curve", E.recall_curve, (BAD_IDX, DATA, KS), match=POOL_RANGE, jit="nan"),
+  Case(
+    "dense_topk",
+    E.dense_topk,
+    (XQ[None], X[:, :3], 2),
+    match=("share the feature dimension"),
+  ),
+  Case(
+    "dense_topk",
+    E.dense_topk,
+    (XQ[None], X, 6),
+    match="k_max must be <= 5",
+    id=("topk-kmax"),
+  ),
+  Case(
+    "recall_curve",
+    E.recall_curve,
+    (BAD_IDX, DATA, KS),
+    match=POOL_RANGE,
+    jit=("nan"),
+  ),
   Case(
     "recall_curve",
     E.recall_curve,
@@ -85,7 +103,11 @@ CASES = [
     match="idx must have a integer dtype",
   ),
   Case(
-    "effective_coverage", E.effective_coverage, (BAD_IDX, DATA, KS), match=POOL_RANGE, jit="nan"
+    "effective_coverage",
+    E.effective_coverage,
+    (BAD_IDX, DATA, KS),
+    match=POOL_RANGE,
+    jit=("nan"),
   ),
   Case(
     "effective_coverage",
@@ -126,7 +148,11 @@ CASES = [
     id="gd-eta-nan",
   ),
   Case(
-    "ridge_reader", E.ridge_reader, (X, Y, M, XQ), {"w0": W0, "lam": 0.0}, match="lam must be > 0"
+    "ridge_reader",
+    E.ridge_reader,
+    (X, Y, M, XQ),
+    {"w0": W0, "lam": 0.0},
+    match=("lam must be > 0"),
   ),
   Case(
     "ridge_reader",
@@ -173,8 +199,19 @@ CASES = [
     jit=None,
     jit_reason=STATIC,
   ),
-  Case("PriorReader", E.PriorReader(), (X, Y, M, XQ, W0[:2]), match=r"w0 must have shape \(4,\)"),
-  Case("k_sweep", E.k_sweep, (E.GDReader(0.1), DATA, BAD_IDX, KS), match=POOL_RANGE, jit="nan"),
+  Case(
+    "PriorReader",
+    E.PriorReader(),
+    (X, Y, M, XQ, W0[:2]),
+    match=(r"w0 must have shape \(4,\)"),
+  ),
+  Case(
+    "k_sweep",
+    E.k_sweep,
+    (E.GDReader(0.1), DATA, BAD_IDX, KS),
+    match=POOL_RANGE,
+    jit=("nan"),
+  ),
   Case(
     "k_sweep",
     E.k_sweep,
@@ -206,7 +243,13 @@ CASES = [
     match=r"k_per_query must be in \[0, 12\]",
     jit="nan",
   ),
-  Case("answer_metrics", E.answer_metrics, (Y, Y), {"tol": 0.0}, match="tol must be > 0"),
+  Case(
+    "answer_metrics",
+    E.answer_metrics,
+    (Y, Y),
+    {"tol": 0.0},
+    match=("tol must be > 0"),
+  ),
   Case(
     "answer_metrics",
     E.answer_metrics,
@@ -330,13 +373,18 @@ CASES = [
     error=TypeError,
     match="key must be a typed PRNG key",
     jit=None,
-    jit_reason="returns a dict of the controls' arrays; each control is checked under jit",
+    jit_reason=(
+      "returns a dict of the controls' arrays; each control is checked under "
+      "jit"
+    ),
   ),
 ]
 
 EXEMPT = {
   "REGIMES": "a constant tuple",
-  "ICLData": "a flax.struct container; every function taking one checks its shapes",
+  "ICLData": (
+    "a flax.struct container; every function taking one checks its shapes"
+  ),
 }
 
 
@@ -349,15 +397,17 @@ def test_covers_public_api():
   assert_covers(E, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_query_without_relevant_pool_items_has_recall_zero():
-  data = DATA.replace(q_task=DATA.q_task.at[0].set(99))  # a cluster absent from the pool
+  # a cluster absent from the pool
+  data = DATA.replace(q_task=DATA.q_task.at[0].set(99))
   rec = np.asarray(E.recall_curve(IDX, data, (12,)))
   pt, qt = np.asarray(DATA.pool_task), np.asarray(DATA.q_task)
   want = [0.0] + [
-    np.isin(IDX[q], np.flatnonzero(pt == qt[q])).sum() / (pt == qt[q]).sum() for q in range(1, 8)
+    np.isin(IDX[q], np.flatnonzero(pt == qt[q])).sum() / (pt == qt[q]).sum()
+    for q in range(1, 8)
   ]
   assert rec[0] == pytest.approx(np.mean(want), rel=1e-6)
 

@@ -1,7 +1,8 @@
-"""Readers, retrieval, coverage and the controller, jitted and eager, against float64 NumPy.
+"""Readers, retrieval, coverage and the controller, jitted and eager, against
+float64 NumPy.
 
-Budgets, step sizes and flags are static and closed over; the :class:`ICLData` pytree,
-indices and features are traced under jit.
+Budgets, step sizes and flags are static and closed over; the :class:`ICLData`
+pytree, indices and features are traced under jit.
 """
 
 import functools
@@ -20,7 +21,9 @@ K_MAX = 6
 
 @functools.cache
 def _setup():
-  cfg = E.ShiftConfig(d=3, n_clusters=4, r=1.5, tau_w=0.3, noise=0.2, s_x=1.0, s_w=1.0)
+  cfg = E.ShiftConfig(
+    d=3, n_clusters=4, r=1.5, tau_w=0.3, noise=0.2, s_x=1.0, s_w=1.0
+  )
   data = E.make_shifted_linear_icl(jax.random.key(5), cfg, 24, 5)
   idx, sims = E.dense_topk(data.q_x, data.pool_x, K_MAX)
   return data, idx, sims
@@ -44,12 +47,16 @@ class ReadersTest(chex.TestCase):
     x, y, mask, xq, w0 = _context()
     xm, ym = x[mask], y[mask]
     args = (*f32(x, y), mask, *f32(xq))
-    got = self.variant(functools.partial(E.gd_reader, eta=0.3))(*args, w0=w0.astype(np.float32))
+    got = self.variant(functools.partial(E.gd_reader, eta=0.3))(
+      *args, w0=w0.astype(np.float32)
+    )
     chex.assert_shape(got, ())
     want = (w0 + 0.3 / 5 * ((ym - xm @ w0) @ xm)) @ xq
     chex.assert_trees_all_close(got, np.float32(want), rtol=1e-5)
 
-    got = self.variant(functools.partial(E.ridge_reader, lam=0.7))(*args, w0=w0.astype(np.float32))
+    got = self.variant(functools.partial(E.ridge_reader, lam=0.7))(
+      *args, w0=w0.astype(np.float32)
+    )
     w = w0 + np.linalg.solve(xm.T @ xm + 0.7 * np.eye(3), xm.T @ (ym - xm @ w0))
     chex.assert_trees_all_close(got, np.float32(w @ xq), rtol=1e-4)
 
@@ -77,12 +84,18 @@ class RetrievalTest(chex.TestCase):
     s = np.round(qn.astype(np.float64) @ pn.T.astype(np.float64), 5)
     want = np.argsort(-s, axis=1, kind="stable")[:, :5]
     chex.assert_trees_all_equal(idx, want.astype(np.int32))
-    chex.assert_trees_all_close(sims, np.take_along_axis(s, want, 1).astype(np.float32), atol=1e-5)
+    chex.assert_trees_all_close(
+      sims, np.take_along_axis(s, want, 1).astype(np.float32), atol=1e-5
+    )
 
   @chex.variants(with_jit=True, without_jit=True)
   def test_recall_and_purity_curves_against_loops(self):
     data, idx, _ = _setup()
-    pt, qt, I = np.asarray(data.pool_task), np.asarray(data.q_task), np.asarray(idx)
+    pt, qt, I = (
+      np.asarray(data.pool_task),
+      np.asarray(data.q_task),
+      np.asarray(idx),
+    )
     rec, pur = [], []
     for k in KS:
       hits = [sum(pt[i] == qt[q] for i in I[q, :k]) for q in range(I.shape[0])]
@@ -101,17 +114,27 @@ class CoverageTest(chex.TestCase):
   @chex.variants(with_jit=True, without_jit=True)
   def test_effective_coverage_per_query_and_mean(self):
     data, idx, _ = _setup()
-    fn = functools.partial(E.effective_coverage, ks=KS, l_train=3, kappa=0.5, per_query=True)
+    fn = functools.partial(
+      E.effective_coverage, ks=KS, l_train=3, kappa=0.5, per_query=True
+    )
     c, a, dl = self.variant(fn)(idx, data)
     C, A = _coverage_ref(data, idx, KS, l_train=3, kappa=0.5)
     chex.assert_shape([c, a, dl], [(idx.shape[0], len(KS))] * 3)
     chex.assert_trees_all_close(
-      (c, a, dl), tuple(v.astype(np.float32) for v in (C, A, C - A)), rtol=2e-4, atol=1e-5
+      (c, a, dl),
+      tuple(v.astype(np.float32) for v in (C, A, C - A)),
+      rtol=2e-4,
+      atol=1e-5,
     )
-    cm, am, _ = self.variant(functools.partial(E.effective_coverage, ks=KS))(idx, data)
+    cm, am, _ = self.variant(functools.partial(E.effective_coverage, ks=KS))(
+      idx, data
+    )
     C0, A0 = _coverage_ref(data, idx, KS)
     chex.assert_trees_all_close(
-      (cm, am), (C0.mean(0).astype(np.float32), A0.mean(0).astype(np.float32)), rtol=2e-4, atol=1e-6
+      (cm, am),
+      (C0.mean(0).astype(np.float32), A0.mean(0).astype(np.float32)),
+      rtol=2e-4,
+      atol=1e-6,
     )
 
   @chex.variants(with_jit=True, without_jit=True)
@@ -119,9 +142,12 @@ class CoverageTest(chex.TestCase):
     rng = np.random.default_rng(53)
     sims = -np.sort(-rng.uniform(size=(9, 6)), axis=1).astype(np.float32)
     for tau in (0.0, 0.4, 2.0):
-      got = self.variant(functools.partial(E.threshold_controller, tau=tau, ks=KS))(sims)
+      got = self.variant(
+        functools.partial(E.threshold_controller, tau=tau, ks=KS)
+      )(sims)
       want = [
-        max([j for j, k in enumerate(KS) if sims[q, k - 1] >= tau], default=0) for q in range(9)
+        max([j for j, k in enumerate(KS) if sims[q, k - 1] >= tau], default=0)
+        for q in range(9)
       ]
       chex.assert_type(got, np.int32)
       chex.assert_trees_all_equal(got, np.array(want, np.int32))

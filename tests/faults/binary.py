@@ -1,9 +1,11 @@
 """Starting, freezing, killing and comparing runs of the fault-injection binary.
 
-The binary is ``tests/faults/tiny_experiment.py`` on ``tests/faults/tiny_config.py``. Every run
-is a separate process group (so ``kill -9`` reaches anything it started), with two fake CPU
-devices and the test session's XLA flags and compilation cache, so that every run compiles
-the same programs and an interrupted run can be compared bit for bit with an uninterrupted one.
+The binary is ``tests/faults/tiny_experiment.py`` on
+``tests/faults/tiny_config.py``. Every run is a separate process group (so
+``kill -9`` reaches anything it started), with two fake CPU devices and the test
+session's XLA flags and compilation cache, so that every run compiles the same
+programs and an interrupted run can be compared bit for bit with an
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -26,8 +28,13 @@ TIMEOUT = 300.0
 
 
 def env() -> dict[str, str]:
-  """The environment of a run: this one's, two CPU devices, the repository importable."""
-  out = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "JAX_COORDINATOR"))}
+  """The environment of a run: this one's, two CPU devices, the repository
+  importable."""
+  out = {
+    k: v
+    for k, v in os.environ.items()
+    if not k.startswith(("PYTEST_", "JAX_COORDINATOR"))
+  }
   flags = [
     f
     for f in out.get("XLA_FLAGS", "").split()
@@ -36,17 +43,22 @@ def env() -> dict[str, str]:
   out.update(
     JAX_PLATFORMS="cpu",
     XLA_FLAGS=" ".join([*flags, "--xla_force_host_platform_device_count=2"]),
-    PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, out.get("PYTHONPATH", "").split(":"))]),
+    PYTHONPATH=os.pathsep.join(
+      [str(ROOT), *filter(None, out.get("PYTHONPATH", "").split(":"))]
+    ),
     JAXPAPERS_NO_PROGRESS="1",
     PYTHONUNBUFFERED="1",
   )
-  if "JAX_COMPILATION_CACHE_DIR" in out:  # the session's cache (tests/conftest.py): the runs
-    out["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"  # after the first compile nothing
+  # the session's cache (tests/conftest.py): the runs
+  if "JAX_COMPILATION_CACHE_DIR" in out:
+    # after the first compile nothing
+    out["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
   return out
 
 
 def start(workdir: pathlib.Path, *overrides: str) -> subprocess.Popen:
-  """Starts the binary on ``workdir`` in a new process group; output goes to files beside it."""
+  """Starts the binary on ``workdir`` in a new process group; output goes to
+  files beside it."""
   workdir.parent.mkdir(parents=True, exist_ok=True)
   log = workdir.parent / f"{workdir.name}.{time.monotonic_ns()}"
   cmd = [
@@ -75,11 +87,14 @@ def wait(proc: subprocess.Popen, timeout: float = TIMEOUT) -> int:
     return proc.wait(timeout=timeout)
   except subprocess.TimeoutExpired:
     kill(proc)
-    raise AssertionError(f"the binary ran over {timeout} s:\n{stderr(proc)[-3000:]}") from None
+    raise AssertionError(
+      f"the binary ran over {timeout} s:\n{stderr(proc)[-3000:]}"
+    ) from None
 
 
 def run(workdir: pathlib.Path, *overrides: str) -> str:
-  """Runs the binary to completion; returns its stderr (asserting it exited 0)."""
+  """Runs the binary to completion; returns its stderr (asserting it exited
+  0)."""
   proc = start(workdir, *overrides)
   rc = wait(proc)
   err = stderr(proc)
@@ -97,11 +112,14 @@ def kill(proc: subprocess.Popen) -> None:
 
 
 def freeze(proc: subprocess.Popen) -> None:
-  """SIGSTOP of the process group: it stops where it is (and holds what it holds)."""
+  """SIGSTOP of the process group: it stops where it is (and holds what it
+  holds)."""
   os.killpg(proc.pid, signal.SIGSTOP)
 
 
-def wait_for(predicate, proc: subprocess.Popen, timeout: float = TIMEOUT) -> bool:
+def wait_for(
+  predicate, proc: subprocess.Popen, timeout: float = TIMEOUT
+) -> bool:
   """Polls ``predicate()`` until true (True) or ``proc`` ends first (False)."""
   deadline = time.monotonic() + timeout
   while time.monotonic() < deadline:
@@ -114,7 +132,8 @@ def wait_for(predicate, proc: subprocess.Popen, timeout: float = TIMEOUT) -> boo
 
 
 def checkpoint_steps(workdir: pathlib.Path) -> list[int]:
-  """The finished training checkpoints in ``workdir`` (orbax's committed step folders)."""
+  """The finished training checkpoints in ``workdir`` (orbax's committed step
+  folders)."""
   d = workdir / "checkpoints"
   if not d.is_dir():
     return []
@@ -127,10 +146,12 @@ def history_lines(workdir: pathlib.Path) -> list[str]:
 
 
 def outcome(workdir: pathlib.Path) -> dict[str, Any]:
-  """What must be identical between runs: the results' metrics and the logged history.
+  """What must be identical between runs: the results' metrics and the logged
+  history.
 
-  ``elapsed_s`` (wall time) is left out of the history records, and the config out of the
-  results (a run may be given a different, number-neutral ``step_delay_s``).
+  ``elapsed_s`` (wall time) is left out of the history records, and the config
+  out of the results (a run may be given a different, number-neutral
+  ``step_delay_s``).
   """
   results = json.loads((workdir / "results.json").read_text())
   history = [

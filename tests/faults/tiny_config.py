@@ -1,6 +1,8 @@
-"""Config of the fault-injection binary (``tests/faults/tiny_experiment.py``): seconds of work.
+"""Config of the fault-injection binary (``tests/faults/tiny_experiment.py``):
+seconds of work.
 
-python -m tests.faults.tiny_experiment --config=tests/faults/tiny_config.py --workdir=/tmp/tiny
+python -m tests.faults.tiny_experiment --config=tests/faults/tiny_config.py
+--workdir=/tmp/tiny
 """
 
 import ml_collections
@@ -22,9 +24,10 @@ def get_config():
   c.sweep_runs = 4
   c.sweep_steps = 12
   c.sweep_chunk = 2
-  # A pause per step on the host (no effect on any number): it stretches the training and
-  # sweep loops over about a second each, so that a kill at a random time often lands inside
-  # them, between or during checkpoint saves, history appends and cell writes.
+  # A pause per step on the host (no effect on any number): it stretches the
+  # training and sweep loops over about a second each, so that a kill at a
+  # random time often lands inside them, between or during checkpoint saves,
+  # history appends and cell writes.
   c.step_delay_s = 0.03
   c.issue_verdicts = False
   return c

@@ -1,20 +1,23 @@
-r"""A tiny experiment binary on the harness, the subject of the fault-injection tests.
+r"""A tiny experiment binary on the harness, the subject of the fault-injection
+tests.
 
   python -m tests.faults.tiny_experiment --config=tests/faults/tiny_config.py --workdir=DIR
 
-It writes every kind of durable file an experiment of this project writes, through the
-harness alone, in this order:
+It writes every kind of durable file an experiment of this project writes,
+through the harness alone, in this order:
 
 1. ``data.npz``: the prepared data (``core.cached_arrays``);
-2. ``checkpoints/`` and ``history.jsonl``: an NNX MLP trained by ``core.train_loop`` with a
-   checkpoint every ``checkpoint_every`` steps and a record every ``log_every`` steps;
-3. ``cells/``: a grid of linear models trained by ``core.Sweep`` inside a ``core.CellStore``
-   cell, checkpointed after every chunk;
-4. ``results.json`` (``core.write_results``): the final parameters, losses and the sweep.
+2. ``checkpoints/`` and ``history.jsonl``: an NNX MLP trained by
+   ``core.train_loop`` with a checkpoint every ``checkpoint_every`` steps and a
+   record every ``log_every`` steps;
+3. ``cells/``: a grid of linear models trained by ``core.Sweep`` inside a
+   ``core.CellStore`` cell, checkpointed after every chunk;
+4. ``results.json`` (``core.write_results``): the final parameters, losses and
+   the sweep.
 
-Every number depends only on the config, so a run killed at any point and rerun on the same
-workdir must end with the same ``results.json`` metrics and ``history.jsonl`` records (but
-``elapsed_s``) as an uninterrupted run.
+Every number depends only on the config, so a run killed at any point and rerun
+on the same workdir must end with the same ``results.json`` metrics and
+``history.jsonl`` records (but ``elapsed_s``) as an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -56,7 +59,9 @@ def _train(cfg, data, workdir):
   def step_fn(state, idx):
     def loss_fn(m):
       logits = m(x[idx])
-      return optax.softmax_cross_entropy_with_integer_labels(logits, y[idx]).mean()
+      return optax.softmax_cross_entropy_with_integer_labels(
+        logits, y[idx]
+      ).mean()
 
     loss, grads, rest = state.value_and_grad(loss_fn)
     return state.apply_gradients(grads, rest=rest), {"loss": loss}
@@ -98,8 +103,10 @@ def _sweep(cfg, data, ckpt_dir):
   keys = jax.random.split(jax.random.key(cfg.seed + 1), cfg.sweep_runs)
   sweep = core.Sweep(init_fn, step_fn, eval_fn)
   num_chunks = cfg.sweep_steps // cfg.sweep_chunk
-  for c in range(num_chunks):  # one chunk per call, each resuming from the last checkpoint
-    time.sleep(cfg.step_delay_s * cfg.sweep_chunk)  # host-side pause, as in training
+  # one chunk per call, each resuming from the last checkpoint
+  for c in range(num_chunks):
+    # host-side pause, as in training
+    time.sleep(cfg.step_delay_s * cfg.sweep_chunk)
     res = sweep.run(
       hp,
       keys,
@@ -111,7 +118,11 @@ def _sweep(cfg, data, ckpt_dir):
     )
     if res.complete:
       break
-  return {"loss": res.history["loss"], "accuracy": res.evals, "w": np.asarray(res.state[0])}
+  return {
+    "loss": res.history["loss"],
+    "accuracy": res.evals,
+    "w": np.asarray(res.state[0]),
+  }
 
 
 def train_and_evaluate(config, workdir):
@@ -119,7 +130,9 @@ def train_and_evaluate(config, workdir):
   data = core.cached_arrays(workdir / "data.npz", lambda: _prepare(config))
   state, history = _train(config, data, workdir)
   store = core.CellStore(workdir / "cells")
-  grid = store.get_or_compute("sweep", lambda ckpt_dir: _sweep(config, data, ckpt_dir))
+  grid = store.get_or_compute(
+    "sweep", lambda ckpt_dir: _sweep(config, data, ckpt_dir)
+  )
   params = {
     jax.tree_util.keystr(p): np.asarray(v).tolist()
     for p, v in jax.tree_util.tree_leaves_with_path(state.params)
@@ -131,7 +144,12 @@ def train_and_evaluate(config, workdir):
     "train_loss": [r["train/loss"] for r in history],
     "sweep": grid,
   }
-  core.write_results(workdir, metrics=metrics, config=config, wall_time_s=time.perf_counter() - t0)
+  core.write_results(
+    workdir,
+    metrics=metrics,
+    config=config,
+    wall_time_s=time.perf_counter() - t0,
+  )
   return metrics
 
 

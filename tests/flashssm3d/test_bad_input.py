@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.flashssm3d``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.flashssm3d``: malformed calls, eagerly and
+under jit."""
 
 import math
 
@@ -16,12 +17,20 @@ TRACE = "host-side: traces and lowers the function it is given"
 FILES = "host-side file reading and writing"
 EYE34 = np.concatenate([np.eye(3, dtype=F32), np.zeros((3, 1), F32)], -1)
 EXT = np.stack([EYE34, EYE34])  # [2, 3, 4]
-K = np.stack([np.array([[8, 0, 4], [0, 8, 4], [0, 0, 1]], F32)] * 2)  # [2, 3, 3]
+# [2, 3, 3]
+K = np.stack([np.array([[8, 0, 4], [0, 8, 4], [0, 0, 1]], F32)] * 2)
 PTS = np.random.default_rng(0).normal(size=(5, 3)).astype(F32)
 PRED = fs.Predictions(
   *(
     np.zeros(s, F32)
-    for s in ((1, 2, 9), (1, 2, 4, 4, 1), (1, 2, 4, 4), (1, 2, 4, 4, 3), (1, 2, 4, 4), (1, 1, 2, 9))
+    for s in (
+      (1, 2, 9),
+      (1, 2, 4, 4, 1),
+      (1, 2, 4, 4),
+      (1, 2, 4, 4, 3),
+      (1, 2, 4, 4),
+      (1, 1, 2, 9),
+    )
   )
 )
 TGT = fs.DistillTargets(
@@ -162,7 +171,11 @@ CASES = [
     match=r"extrinsics must have shape",
   ),
   Case(
-    "project_points", fs.project_points, (PTS, EXT[0], K[0]), {"eps": 0.0}, match="eps must be > 0"
+    "project_points",
+    fs.project_points,
+    (PTS, EXT[0], K[0]),
+    {"eps": 0.0},
+    match=("eps must be > 0"),
   ),
   Case(
     "project_points",
@@ -284,14 +297,22 @@ CASES = [
   Case(
     "conf_regression_loss",
     fs.conf_regression_loss,
-    (np.zeros((1, 1, 2, 2, 1), F32), np.zeros((1, 1, 2, 2, 1), F32), np.zeros((1, 1, 2, 2), F32)),
+    (
+      np.zeros((1, 1, 2, 2, 1), F32),
+      np.zeros((1, 1, 2, 2, 1), F32),
+      np.zeros((1, 1, 2, 2), F32),
+    ),
     match="conf must be > 0",
     jit="nan",
   ),
   Case(
     "gradient_loss",
     fs.gradient_loss,
-    (np.zeros((1, 1, 2, 2, 1), F32), np.zeros((1, 1, 2, 2, 1), F32), np.ones((1, 1, 2), F32)),
+    (
+      np.zeros((1, 1, 2, 2, 1), F32),
+      np.zeros((1, 1, 2, 2, 1), F32),
+      np.ones((1, 1, 2), F32),
+    ),
     match="conf must be",
   ),
   Case(
@@ -536,7 +557,12 @@ CASES = [
     id="relative_pose_errors-nan",
   ),
   Case(
-    "pose_auc", fs.pose_auc, ([1.0, np.nan], [1.0, 2.0]), match="no NaN", jit=None, jit_reason=HOST
+    "pose_auc",
+    fs.pose_auc,
+    ([1.0, np.nan], [1.0, 2.0]),
+    match="no NaN",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "pose_auc",
@@ -548,7 +574,14 @@ CASES = [
     jit_reason=HOST,
     id="pose_auc-threshold",
   ),
-  Case("rra_rta", fs.rra_rta, ([], []), match="non-empty", jit=None, jit_reason=HOST),
+  Case(
+    "rra_rta",
+    fs.rra_rta,
+    ([], []),
+    match="non-empty",
+    jit=None,
+    jit_reason=HOST,
+  ),
   Case(
     "rra_rta",
     fs.rra_rta,
@@ -558,7 +591,9 @@ CASES = [
     jit_reason=HOST,
     id="rra_rta-length",
   ),
-  Case("ate", fs.ate, (EXT, EXT[:1]), match="must match", jit=None, jit_reason=HOST),
+  Case(
+    "ate", fs.ate, (EXT, EXT[:1]), match="must match", jit=None, jit_reason=HOST
+  ),
   Case(
     "umeyama_np",
     fs.umeyama_np,
@@ -729,7 +764,9 @@ CASES += [
     jit_reason="host-side NumPy targets",
   ),
 ]
-_RECIPE = "builds a step, an optimizer, a step count or a batch sampler on the host"
+_RECIPE = (
+  "builds a step, an optimizer, a step count or a batch sampler on the host"
+)
 CASES += [
   Case(
     "train_step",
@@ -827,7 +864,14 @@ CASES += [
     "scaling_models",
     fs.scaling_models,
     (),
-    {"width": 8, "depth": 1, "patch": 3, "image_size": 8, "state": 4, "heads": 2},
+    {
+      "width": 8,
+      "depth": 1,
+      "patch": 3,
+      "image_size": 8,
+      "state": 4,
+      "heads": 2,
+    },
     match="must be divisible by patch",
     jit=None,
     jit_reason="builds models on the host",
@@ -852,10 +896,16 @@ CASES += [
 ]
 
 EXEMPT = {
-  "compiled_memory_bytes": "reads a compiled program's memory analysis; documented -1 where "
-  "there is none",
-  "view_scaling": "a host-side timing loop; its bad arguments are tested in test_scaling.py",
-  "DistillTargets": "a NamedTuple container; its fields are checked by distillation_loss",
+  "compiled_memory_bytes": (
+    "reads a compiled program's memory analysis; "
+    "documented -1 where there is none"
+  ),
+  "view_scaling": (
+    "a host-side timing loop; its bad arguments are tested in test_scaling.py"
+  ),
+  "DistillTargets": (
+    "a NamedTuple container; its fields are checked by distillation_loss"
+  ),
   "Predictions": "a NamedTuple container of model outputs; no computation",
   "SceneBatch": "a NamedTuple container; render_scenes validates what fills it",
 }
@@ -870,11 +920,13 @@ def test_covers_public_api():
   assert_covers(fs, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_depth_metrics_with_no_valid_pixel_is_nan():
-  out = fs.depth_metrics(np.ones((2, 3, 3)), np.ones((2, 3, 3)), np.zeros((2, 3, 3), bool))
+  out = fs.depth_metrics(
+    np.ones((2, 3, 3)), np.ones((2, 3, 3)), np.zeros((2, 3, 3), bool)
+  )
   assert math.isnan(out["abs_rel"]) and math.isnan(out["delta_1.25"])
 
 
@@ -904,5 +956,7 @@ def test_non_unit_quaternions_are_normalised_not_rejected():
 
 def test_normalize_scene_without_valid_points_keeps_unit_scale():
   pts = np.ones((1, 2, 2, 2, 3), F32)
-  _, _, scale = jax.jit(fs.normalize_scene)(pts, EXT[None], np.zeros((1, 2, 2, 2), bool))
+  _, _, scale = jax.jit(fs.normalize_scene)(
+    pts, EXT[None], np.zeros((1, 2, 2, 2), bool)
+  )
   assert float(scale[0]) == 1.0

@@ -1,4 +1,5 @@
-"""FLOP counting: a lax.scan body must count once per step, not once in total."""
+"""FLOP counting: a lax.scan body must count once per step, not once in
+total."""
 
 import jax
 import jax.numpy as jnp
@@ -30,13 +31,17 @@ def _python_loop(L):
 
 def test_scan_of_L_steps_counts_L_times_one_step():
   one = fs.count_flops(_scan(1), H0)
-  # one step: a [4,16]x[16,16] matmul (2*4*16*16 multiply-adds) plus the elementwise tanh
+  # one step: a [4,16]x[16,16] matmul (2*4*16*16 multiply-adds) plus the
+  # elementwise tanh
   assert one >= 2 * 4 * 16 * 16
   for L in (10, 100):
     n = fs.count_flops(_scan(L), H0)
     np.testing.assert_allclose(n, L * one, rtol=0.02)
-    # independent reference: XLA's count of the same computation written without a loop
-    np.testing.assert_allclose(n, fs.xla_flops(jax.jit(_python_loop(L)).lower(H0)), rtol=0.02)
+    # independent reference: XLA's count of the same computation written without
+    # a loop
+    np.testing.assert_allclose(
+      n, fs.xla_flops(jax.jit(_python_loop(L)).lower(H0)), rtol=0.02
+    )
     # what the correction is for: XLA alone counts the loop body once
     assert fs.xla_flops(jax.jit(_scan(L)).lower(H0)) < 2 * one
 
@@ -44,7 +49,9 @@ def test_scan_of_L_steps_counts_L_times_one_step():
 @pytest.mark.parametrize("unroll", [3, True])
 def test_unrolled_scans_are_not_double_counted(unroll):
   ref = fs.xla_flops(jax.jit(_python_loop(10)).lower(H0))
-  np.testing.assert_allclose(fs.count_flops(_scan(10, unroll), H0), ref, rtol=0.02)
+  np.testing.assert_allclose(
+    fs.count_flops(_scan(10, unroll), H0), ref, rtol=0.02
+  )
 
 
 def test_nested_scans_under_jit_and_grad_and_traced_input():
@@ -57,7 +64,8 @@ def test_nested_scans_under_jit_and_grad_and_traced_input():
     return jax.lax.scan(outer, h, None, length=4)[0].sum()
 
   np.testing.assert_allclose(fs.count_flops(nested, H0), 20 * one, rtol=0.05)
-  # the backward pass of a scan is a second scan: the gradient costs about 2-3x the forward
+  # the backward pass of a scan is a second scan: the gradient costs about 2-3x
+  # the forward
   g = fs.count_flops(jax.grad(nested), H0)
   assert 2.0 * 20 * one < g < 4.0 * 20 * one
   traced = jax.jit(nested).trace(H0)
@@ -83,5 +91,6 @@ def test_selective_scan_count_grows_linearly_with_length():
   f = lambda *a: fs.selective_scan(*a, method="scan")
   c16, c64 = fs.count_flops(f, *args(16)), fs.count_flops(f, *args(64))
   np.testing.assert_allclose(c64 / c16, 4.0, rtol=0.1)
-  # per step the recurrence h = exp(dt A) h + (dt x) B; y = h C costs at least 5 M E N flops
+  # per step the recurrence h = exp(dt A) h + (dt x) B; y = h C costs at least 5
+  # M E N flops
   assert c16 >= 5 * 16 * 2 * 8 * 4

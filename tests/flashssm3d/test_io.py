@@ -1,4 +1,5 @@
-"""Scene folders on disk and cached teacher predictions, on small files written here."""
+"""Scene folders on disk and cached teacher predictions, on small files written
+here."""
 
 import numpy as np
 import pytest
@@ -18,23 +19,31 @@ def _look_at(eye, target):
 
 
 def _write_scene(folder, S=3, H=12, W=16, with_depth=True, seed=0):
-  """A fronto-parallel wall at z = 5 in world, seen by S cameras; exact depth per pixel."""
+  """A fronto-parallel wall at z = 5 in world, seen by S cameras; exact depth
+  per pixel."""
   rng = np.random.default_rng(seed)
   (folder / "images").mkdir(parents=True)
   ext, K, depth = [], [], []
   for s in range(S):
-    e = _look_at(np.array([0.3 * s, 0.1 * s, 0.0]), np.array([0.3 * s, 0.1 * s, 5.0]))
-    k = np.array([[20.0 + s, 0, W / 2 + 0.5], [0, 21.0, H / 2 - 0.5], [0, 0, 1]])
+    e = _look_at(
+      np.array([0.3 * s, 0.1 * s, 0.0]), np.array([0.3 * s, 0.1 * s, 5.0])
+    )
+    k = np.array(
+      [[20.0 + s, 0, W / 2 + 0.5], [0, 21.0, H / 2 - 0.5], [0, 0, 1]]
+    )
     ext.append(e)
     K.append(k)
     depth.append(np.full((H, W), 5.0))  # camera looks straight at the wall
     img = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
     Image.fromarray(img).save(folder / "images" / f"{s:03d}.png")
-  ext4 = np.concatenate([np.stack(ext), np.tile([[[0, 0, 0, 1.0]]], (S, 1, 1))], 1)
+  ext4 = np.concatenate(
+    [np.stack(ext), np.tile([[[0, 0, 0, 1.0]]], (S, 1, 1))], 1
+  )
   np.savez(folder / "cameras.npz", extrinsics=ext4, intrinsics=np.stack(K))
   if with_depth:
     d = np.stack(depth)
-    d[0, 1, 3] = np.nan  # missing; after the crop (x0 = 2) and 2x subsampling: pixel (0, 0)
+    # missing; after the crop (x0 = 2) and 2x subsampling: pixel (0, 0)
+    d[0, 1, 3] = np.nan
     np.save(folder / "depth.npy", d)
   return np.stack(ext), np.stack(K)
 
@@ -44,10 +53,15 @@ def test_multiview_scenes_crop_resize_and_normalise(tmp_path):
   _write_scene(tmp_path / "a_scene", with_depth=False, seed=1)
   batch, names = fs.load_multiview_scenes(tmp_path, num_views=2, image_size=6)
   assert names == ["a_scene", "b_scene"]
-  assert batch.images.shape == (2, 2, 6, 6, 3) and batch.images.dtype == np.float32
+  assert (
+    batch.images.shape == (2, 2, 6, 6, 3) and batch.images.dtype == np.float32
+  )
   assert 0 <= batch.images.min() and batch.images.max() <= 1
-  # intrinsics: centre crop 16 -> 12 (x0 = 2), then resize 12 -> 6 (r = 1/2), by hand
-  np.testing.assert_allclose(batch.intrinsics[1, 1], [[10.5, 0, 3.25], [0, 10.5, 2.75], [0, 0, 1]])
+  # intrinsics: centre crop 16 -> 12 (x0 = 2), then resize 12 -> 6 (r = 1/2), by
+  # hand
+  np.testing.assert_allclose(
+    batch.intrinsics[1, 1], [[10.5, 0, 3.25], [0, 10.5, 2.75], [0, 0, 1]]
+  )
   # images: the centre crop, bilinearly resized (independent PIL reference)
   ref = np.asarray(
     Image.open(tmp_path / "b_scene" / "images" / "001.png")
@@ -60,7 +74,8 @@ def test_multiview_scenes_crop_resize_and_normalise(tmp_path):
   np.testing.assert_allclose(
     batch.extrinsics[:, 0], np.broadcast_to(np.eye(3, 4), (2, 3, 4)), atol=1e-6
   )
-  # the scene with depth: the NaN pixel is invalid, the rest valid; depth / scale consistent
+  # the scene with depth: the NaN pixel is invalid, the rest valid; depth /
+  # scale consistent
   v = batch.valid[1]
   assert not v[0, 0, 0] and v.sum() == 2 * 36 - 1
   d = np.linalg.norm(batch.points[1][v], axis=-1)
@@ -69,7 +84,9 @@ def test_multiview_scenes_crop_resize_and_normalise(tmp_path):
   # relative pose of camera 1: E1 E0^-1, translation rescaled by the scene scale
   R1, t1 = ext[1, :, :3], ext[1, :, 3]
   t_rel = t1 - R1 @ ext[0, :, :3].T @ ext[0, :, 3]
-  np.testing.assert_allclose(batch.extrinsics[1, 1, :, 3], t_rel / batch.scale[1], atol=1e-5)
+  np.testing.assert_allclose(
+    batch.extrinsics[1, 1, :, 3], t_rel / batch.scale[1], atol=1e-5
+  )
   with pytest.raises(ValueError, match="frames"):
     fs.load_multiview_scenes(tmp_path, num_views=4, image_size=6)
 
@@ -111,14 +128,18 @@ def test_teacher_predictions_round_trip_reorder_and_vggt_names(tmp_path):
 
 
 def test_scene_names_stay_inside_data_dir(tmp_path):
-  """'..' and absolute scene names, and scene folders linked from outside, are refused."""
+  """'..' and absolute scene names, and scene folders linked from outside, are
+  refused."""
   root, outside = tmp_path / "root", tmp_path / "outside"
   _write_scene(root / "a_scene")
   _write_scene(outside / "far")
   kw = dict(num_views=2, image_size=6)
-  assert fs.load_multiview_scenes(outside, **kw)[1] == ["far"]  # a valid scene where it is
+  # a valid scene where it is
+  assert fs.load_multiview_scenes(outside, **kw)[1] == ["far"]
   for scenes in (["../outside/far"], [str(outside / "far")]):
-    with pytest.raises(ValueError, match=r"scene .* must be a relative path inside"):
+    with pytest.raises(
+      ValueError, match=(r"scene .* must be a relative path inside")
+    ):
       fs.load_multiview_scenes(root, scenes=scenes, **kw)
   (root / "linked").symlink_to(outside / "far")
   for scenes in (None, ["linked"]):

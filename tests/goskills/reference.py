@@ -1,4 +1,5 @@
-"""Independent float64 / pure-Python references for the GoSkills tests (loops, sets, sorts)."""
+"""Independent float64 / pure-Python references for the GoSkills tests (loops,
+sets, sorts)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ GOS_REV = {DEP: 1.0, WF: 0.5, SEM: 0.2, ALT: 0.1}
 
 
 def transition(n, edges, rev=GOS_REV, dangling="self_loop", normalize=True):
-  """GoS build_transition_matrix, transcribed (edges: (src, dst, type, weight))."""
+  """GoS build_transition_matrix, transcribed (edges: (src, dst, type,
+  weight))."""
   t = np.zeros((n, n))
   for s, d, typ, w in edges:
     t[s, d] += w
@@ -62,14 +64,26 @@ def bm25(q, docs, k1=1.5, b=0.75):
         df = (docs[:, w] > 0).sum()
         idf = np.log(1 + (n - df + 0.5) / (df + 0.5))
         f = docs[j, w]
-        out[i, j] += q[i, w] * idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avg))
+        out[i, j] += (
+          q[i, w] * idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avg))
+        )
   return out
 
 
 def greedy(
-  cands, roles, mask, req, visible, budget, mu=0.1, cost=None, token_budget=None, force_start=True
+  cands,
+  roles,
+  mask,
+  req,
+  visible,
+  budget,
+  mu=0.1,
+  cost=None,
+  token_budget=None,
+  force_start=True,
 ):
-  """Greedy eq. (6) with Python sets; returns candidate positions (-1 padded)."""
+  """Greedy eq. (6) with Python sets; returns candidate positions (-1
+  padded)."""
   prio = {0: 3.0, 1: 2.0, 2: 1.0, 3: 0.0, -1: 0.0}
   vis = set(np.nonzero(visible)[0])
   covered, chosen, picks, spent = set(), set(), [], 0.0
@@ -81,7 +95,10 @@ def greedy(
       if starts:
         pool = starts
     for i in pool:
-      gain = len((set(np.nonzero(req[cands[i]])[0]) & vis) - covered) + mu * prio[int(roles[i])]
+      gain = (
+        len((set(np.nonzero(req[cands[i]])[0]) & vis) - covered)
+        + mu * prio[int(roles[i])]
+      )
       if gain <= 0:
         continue
       v = gain
@@ -116,9 +133,23 @@ def best_coverage(cands, req, visible, budget):
 
 
 def group(
-  x, n, edges, kind, req, visible, scores, *, depth=2, S=4, C=2, A=2, start="root", use_avoid=True
+  x,
+  n,
+  edges,
+  kind,
+  req,
+  visible,
+  scores,
+  *,
+  depth=2,
+  S=4,
+  C=2,
+  A=2,
+  start=("root"),
+  use_avoid=True,
 ):
-  """One anchor-centred group as in the _groups docstring; returns the [M] slot list."""
+  """One anchor-centred group as in the _groups docstring; returns the [M] slot
+  list."""
   flagged = set()
   if use_avoid:
     flagged = {d for s, d, t, _ in edges if t == CONF and kind[s] == NOTE}
@@ -141,7 +172,11 @@ def group(
     frontier = nxt
   key = lambda s: (-scores[s], s)
   sup = sorted(
-    [s for s, k in dist.items() if 1 <= k <= depth and kind[s] == PROC and s not in flagged],
+    [
+      s
+      for s, k in dist.items()
+      if 1 <= k <= depth and kind[s] == PROC and s not in flagged
+    ],
     key=lambda s: (dist[s],) + key(s),
   )[:S]
   core = ([x] if x not in flagged else []) + sup
@@ -150,7 +185,9 @@ def group(
   elif start == "anchor":
     st = core[0]
   else:
-    st = min(core, key=lambda m: (sum((mm, m) in flow_e for mm in core),) + key(m))
+    st = min(
+      core, key=lambda m: (sum((mm, m) in flow_e for mm in core),) + key(m)
+    )
   rest = [m for m in core if m != st][:S]
   touches = lambda s: bool((np.asarray(req[s]) & np.asarray(visible)).any())
   vals = {s for s, d, t, _ in edges if t == VAL and d in core}
@@ -230,10 +267,15 @@ def goskills(
     pi = np.round(ppr(tg, p), 6)
   else:
     pi = -np.arange(c, dtype=float)
-  sets = [frozenset(s for s, r in zip(gr, roles_slot) if s >= 0 and r != 3) for gr in groups]
+  sets = [
+    frozenset(s for s, r in zip(gr, roles_slot) if s >= 0 and r != 3)
+    for gr in groups
+  ]
   distinct = [i for i in range(c) if sets[i] not in sets[:i]]
   plan = sorted(distinct, key=lambda i: (-pi[i], i))[:b]
-  items = [(s, r) for gi in plan for s, r in zip(groups[gi], roles_slot) if s >= 0]
+  items = [
+    (s, r) for gi in plan for s, r in zip(groups[gi], roles_slot) if s >= 0
+  ]
   prec = {3: 0, 0: 1, 1: 2, 2: 3}
   best = {}
   for s, r in items:

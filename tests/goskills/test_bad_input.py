@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.goskills``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.goskills``: malformed calls, eagerly and
+under jit."""
 
 import numpy as np
 
@@ -7,8 +8,12 @@ from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
 N, R = 6, 3
 REQ = np.eye(N, R, dtype=bool)
-G = S.skill_graph([0, 1, 2], [1, 2, 3], [0, 1, 5], REQ, [0, 0, 2, 0, 1, 0], [10] * N)
-BAD_G = S.skill_graph([0, 1, 9], [1, 2, 3], [0, 1, 5], REQ, [0, 0, 2, 0, 1, 0], [10] * N)
+G = S.skill_graph(
+  [0, 1, 2], [1, 2, 3], [0, 1, 5], REQ, [0, 0, 2, 0, 1, 0], [10] * N
+)
+BAD_G = S.skill_graph(
+  [0, 1, 9], [1, 2, 3], [0, 1, 5], REQ, [0, 0, 2, 0, 1, 0], [10] * N
+)
 T = np.full((N, N), 1.0 / N, np.float32)
 SEED = np.ones(N, np.float32)
 SC = np.linspace(1.0, 0.0, 2 * N, dtype=np.float32).reshape(2, N)
@@ -22,7 +27,8 @@ TEXTS = [S.SkillText(f"s{i}", f"skill {i}", f"# s{i}") for i in range(N)]
 HOST = "host-side (numpy text and data building)"
 _LIB = S.make_skill_library(0, n_skills=20, reuse=0.3, decoy_rate=0.0)
 _WORLD = (_LIB, S.make_tasks(1, _LIB, n=2))
-# The smallest pipeline (one group, no BFS, one pick): its jit case compiles fastest.
+# The smallest pipeline (one group, no BFS, one pick): its jit case compiles
+# fastest.
 TINY_CFG = S.GoSkillsConfig(
   budget=1,
   n_anchors=1,
@@ -49,9 +55,18 @@ def _ids_minus_one(out):
 
 
 CASES = [
-  Case("skill_graph", S.skill_graph, ([0], [1, 2], [0], REQ, [0] * N, [1] * N), match="dst"),
   Case(
-    "transition_weights", S.transition_weights, (BAD_G,), match="src and dst must lie", jit="nan"
+    "skill_graph",
+    S.skill_graph,
+    ([0], [1, 2], [0], REQ, [0] * N, [1] * N),
+    match=("dst"),
+  ),
+  Case(
+    "transition_weights",
+    S.transition_weights,
+    (BAD_G,),
+    match=("src and dst must lie"),
+    jit=("nan"),
   ),
   Case(
     "transition_matrix",
@@ -59,7 +74,12 @@ CASES = [
     (G, np.ones(4, np.float32)),
     match=r"rev_factor must have shape \(6,\)",
   ),
-  Case("row_normalize", S.row_normalize, (np.ones((2, 3), np.float32),), match="square"),
+  Case(
+    "row_normalize",
+    S.row_normalize,
+    (np.ones((2, 3), np.float32),),
+    match=("square"),
+  ),
   Case(
     "row_normalize",
     S.row_normalize,
@@ -68,7 +88,13 @@ CASES = [
     match="dangling must be one of",
     id="row_normalize-dangling",
   ),
-  Case("typed_adjacency", S.typed_adjacency, (T,), error=TypeError, match="g must be a SkillGraph"),
+  Case(
+    "typed_adjacency",
+    S.typed_adjacency,
+    (T,),
+    error=TypeError,
+    match=("g must be a SkillGraph"),
+  ),
   Case(
     "personalized_pagerank",
     S.personalized_pagerank,
@@ -184,7 +210,10 @@ CASES = [
   Case(
     "group_graph",
     S.group_graph,
-    (S.build_groups(G, np.array([0, 1]), VIS[0]), np.ones((N, N - 1), np.float32)),
+    (
+      S.build_groups(G, np.array([0, 1]), VIS[0]),
+      np.ones((N, N - 1), np.float32),
+    ),
     match="w must be square",
   ),
   Case(
@@ -226,7 +255,13 @@ CASES = [
     jit="nan",
     id="coverage-range",
   ),
-  Case("GoSkillsConfig", S.GoSkillsConfig, (), {"plan_size": 9}, match="plan_size"),
+  Case(
+    "GoSkillsConfig",
+    S.GoSkillsConfig,
+    (),
+    {"plan_size": 9},
+    match=("plan_size"),
+  ),
   Case(
     "goskills_retrieve",
     S.goskills_retrieve,
@@ -243,7 +278,13 @@ CASES = [
     id="goskills_retrieve-shape",
   ),
   Case("flat_topk", S.flat_topk, (SC, 9), match="k must be <= 6"),
-  Case("gos_bundle", S.gos_bundle, (T, SC), {"seeds": 0}, match="seeds must be >= 1"),
+  Case(
+    "gos_bundle",
+    S.gos_bundle,
+    (T, SC),
+    {"seeds": 0},
+    match=("seeds must be >= 1"),
+  ),
   Case(
     "render_contract",
     S.render_contract,
@@ -327,7 +368,9 @@ CASES = [
     S.evaluate_methods,
     ({"goskills": None}, _WORLD[0], _WORLD[1], SC),
     {"budgets": (1,), "rng": np.random.default_rng(0), "p_decoy": 0.5},
-    match=r"contracts must hold every method of METHODS, missing \['anchor_start'",
+    match=(
+      r"contracts must hold every method of METHODS, missing \['anchor_start'"
+    ),
     jit=None,
     jit_reason=HOST,
   ),
@@ -336,9 +379,16 @@ CASES = [
 EXEMPT = {
   "METHODS": "a constant: the benchmark's method names",
   "METRICS": "a constant: the benchmark's metric names",
-  "candidate_pool_size": "integer arithmetic on a GoSkillsConfig, which checks its fields",
-  "top_group_root": "a jitted vmap of build_groups over tasks; build_groups' cases cover its inputs",
-  "pool_bottleneck": "a jitted vmap of budgeted_coverage over tasks; its cases cover the inputs",
+  "candidate_pool_size": (
+    "integer arithmetic on a GoSkillsConfig, which checks its fields"
+  ),
+  "top_group_root": (
+    "a jitted vmap of build_groups over tasks; build_groups' cases cover its "
+    "inputs"
+  ),
+  "pool_bottleneck": (
+    "a jitted vmap of budgeted_coverage over tasks; its cases cover the inputs"
+  ),
   "SkillGraph": "a pytree container; built and checked by skill_graph",
   "Groups": "a pytree result container of build_groups",
   "Contract": "a pytree result container of the retrievers",
@@ -357,16 +407,23 @@ def test_covers_public_api():
   assert_covers(S, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_degenerate_inputs_have_documented_values():
-  # A task with no visible requirement has coverage 1; an all-zero seed gives zero PageRank.
-  cov = S.visible_requirement_coverage(np.array([[0]]), REQ, np.zeros((1, R), bool))
+  # A task with no visible requirement has coverage 1; an all-zero seed gives
+  # zero PageRank.
+  cov = S.visible_requirement_coverage(
+    np.array([[0]]), REQ, np.zeros((1, R), bool)
+  )
   assert float(cov[0]) == 1.0
   # A budget larger than the candidates pads with -1.
-  picks = np.asarray(S.budgeted_coverage(CANDS, ROLES3, MASK3, REQ, VIS[0], budget=5))
+  picks = np.asarray(
+    S.budgeted_coverage(CANDS, ROLES3, MASK3, REQ, VIS[0], budget=5)
+  )
   assert (picks[3:] == -1).all() and picks[0] == 0
   # Equal BM25 for every skill: the hybrid keeps only the cosine.
-  h = S.hybrid_scores(np.ones((1, 2)), np.ones((3, 2)), np.full((1, 3), 5.0), alpha=0.5)
+  h = S.hybrid_scores(
+    np.ones((1, 2)), np.ones((3, 2)), np.full((1, 3), 5.0), alpha=0.5
+  )
   np.testing.assert_allclose(np.asarray(h), 0.5)

@@ -1,7 +1,9 @@
-"""Transition matrix, PageRank, scores and the greedy bottleneck, jitted and eager.
+"""Transition matrix, PageRank, scores and the greedy bottleneck, jitted and
+eager.
 
-References are the GoS transcriptions and set-based loops of ``tests/goskills/reference.py``.
-Budgets, step counts and flags are static and closed over; the graph pytree is traced.
+References are the GoS transcriptions and set-based loops of
+``tests/goskills/reference.py``. Budgets, step counts and flags are static and
+closed over; the graph pytree is traced.
 """
 
 import functools
@@ -18,10 +20,15 @@ from tests.goskills.test_graph_ppr import _random_graph
 
 class GraphTest(chex.TestCase):
   @chex.variants(with_jit=True, without_jit=True)
-  @parameterized.named_parameters(("self_loop", "self_loop"), ("uniform", "uniform"))
+  @parameterized.named_parameters(
+    ("self_loop", "self_loop"), ("uniform", "uniform")
+  )
   def test_transition_matrix_is_the_gos_matrix(self, dangling):
-    g, edges = _random_graph(np.random.default_rng(71), n=10, e=9)  # some dangling rows
-    got = self.variant(functools.partial(S.transition_matrix, dangling=dangling))(g)
+    # some dangling rows
+    g, edges = _random_graph(np.random.default_rng(71), n=10, e=9)
+    got = self.variant(
+      functools.partial(S.transition_matrix, dangling=dangling)
+    )(g)
     chex.assert_shape(got, (10, 10))
     chex.assert_type(got, np.float32)
     want = ref.transition(10, edges, dangling=dangling).astype(np.float32)
@@ -36,19 +43,27 @@ class GraphTest(chex.TestCase):
     seeds[0, [1, 4]] = [1.0, 0.5]
     seeds[1, 0] = 2.0  # unnormalised: the function normalises
     seeds[2] = rng.random(10)
-    fn = self.variant(functools.partial(S.personalized_pagerank, teleport=0.3, iters=40))
+    fn = self.variant(
+      functools.partial(S.personalized_pagerank, teleport=0.3, iters=40)
+    )
     got = fn(t, seeds)
     chex.assert_shape(got, (3, 10))
-    want = np.stack([ref.ppr(ref.transition(10, edges), s, d=0.3, iters=40) for s in seeds])
+    want = np.stack(
+      [ref.ppr(ref.transition(10, edges), s, d=0.3, iters=40) for s in seeds]
+    )
     chex.assert_trees_all_close(got, want.astype(np.float32), atol=2e-6)
-    chex.assert_trees_all_close(fn(t, seeds[2]), want[2].astype(np.float32), atol=2e-6)
+    chex.assert_trees_all_close(
+      fn(t, seeds[2]), want[2].astype(np.float32), atol=2e-6
+    )
 
 
 class ScoresTest(chex.TestCase):
   @chex.variants(with_jit=True, without_jit=True)
   def test_bm25_and_hybrid_scores(self):
     rng = np.random.default_rng(73)
-    docs = (rng.integers(0, 3, (6, 8)) * (rng.random((6, 8)) < 0.5)).astype(np.float32)
+    docs = (rng.integers(0, 3, (6, 8)) * (rng.random((6, 8)) < 0.5)).astype(
+      np.float32
+    )
     q = rng.integers(0, 2, (3, 8)).astype(np.float32)
     bm = self.variant(functools.partial(S.bm25_scores, k1=0.9, b=0.3))(q, docs)
     chex.assert_shape(bm, (3, 6))
@@ -75,10 +90,14 @@ class BottleneckTest(chex.TestCase):
     picks = self.variant(fn)(cands, roles, mask, req, vis)
     chex.assert_shape(picks, (4,))
     chex.assert_type(picks, np.int32)
-    chex.assert_trees_all_equal(picks, np.int32(ref.greedy(cands, roles, mask, req, vis, 4)))
+    chex.assert_trees_all_equal(
+      picks, np.int32(ref.greedy(cands, roles, mask, req, vis, 4))
+    )
     fn = functools.partial(S.budgeted_coverage, budget=6, token_budget=300)
     picks = self.variant(fn)(cands, roles, mask, req, vis, cost=cost)
-    want = ref.greedy(cands, roles, mask, req, vis, 6, cost=cost, token_budget=300)
+    want = ref.greedy(
+      cands, roles, mask, req, vis, 6, cost=cost, token_budget=300
+    )
     chex.assert_trees_all_equal(picks, np.int32(want))
 
   @chex.variants(with_jit=True, without_jit=True)

@@ -1,4 +1,5 @@
-"""Transition matrix (GoS eqs. 1-2) and personalized PageRank (eq. 3) against GoS transcribed."""
+"""Transition matrix (GoS eqs. 1-2) and personalized PageRank (eq. 3) against
+GoS transcribed."""
 
 import jax
 import jax.numpy as jnp
@@ -10,29 +11,40 @@ from tests.goskills import reference as ref
 
 
 def _random_graph(rng, n=16, e=40, keep=0.8):
-  """One shape for every test here (n, e fixed), so they share compiled programs."""
+  """One shape for every test here (n, e fixed), so they share compiled
+  programs."""
   src = rng.integers(0, n, e)
   dst = rng.integers(0, n, e)
   typ = rng.integers(0, 6, e)
   w = rng.uniform(0.1, 2.0, e)
   mask = rng.random(e) < keep
   req = rng.random((n, 4)) < 0.3
-  g = S.skill_graph(src, dst, typ, req, np.zeros(n, int), np.full(n, 50), weight=w, emask=mask)
-  edges = [(int(s), int(d), int(t), float(x)) for s, d, t, x, m in zip(src, dst, typ, w, mask) if m]
+  g = S.skill_graph(
+    src, dst, typ, req, np.zeros(n, int), np.full(n, 50), weight=w, emask=mask
+  )
+  edges = [
+    (int(s), int(d), int(t), float(x))
+    for s, d, t, x, m in zip(src, dst, typ, w, mask)
+    if m
+  ]
   return g, edges
 
 
 @pytest.mark.parametrize("dangling", ["self_loop", "uniform"])
 def test_transition_matrix_matches_gos(dangling):
   rng = np.random.default_rng(0)
-  g, edges = _random_graph(rng, keep=0.25)  # sparse: some rows are empty (dangling)
+  # sparse: some rows are empty (dangling)
+  g, edges = _random_graph(rng, keep=0.25)
   want = ref.transition(16, edges, dangling=dangling)
   got = np.asarray(S.transition_matrix(g, dangling=dangling))
   np.testing.assert_allclose(got, want, atol=1e-6)
   w64 = ref.transition(16, edges, normalize=False)
-  assert (w64.sum(1) == 0).any()  # rows with no out-weight: the case `dangling` decides
+  # rows with no out-weight: the case `dangling` decides
+  assert (w64.sum(1) == 0).any()
   np.testing.assert_allclose(want.sum(1), 1.0, rtol=1e-12)
-  np.testing.assert_allclose(np.asarray(S.transition_weights(g)), w64, rtol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(S.transition_weights(g)), w64, rtol=1e-6
+  )
 
 
 def test_reverse_factor_direction_and_unknown_types():
@@ -94,10 +106,13 @@ def test_ppr_fixed_point_closed_form():
 
 def test_ppr_zero_seed_and_rank_weights():
   t = jnp.eye(3)
-  zero = S.personalized_pagerank(t, np.zeros(3), tol=0.0, iters=400)  # the program above
+  # the program above
+  zero = S.personalized_pagerank(t, np.zeros(3), tol=0.0, iters=400)
   np.testing.assert_array_equal(np.asarray(zero), 0.0)
   w = np.asarray(S.rank_seed_weights(3))
-  np.testing.assert_allclose(w, np.array([1, 1 / 2, 1 / 3]) / (11 / 6), rtol=1e-6)
+  np.testing.assert_allclose(
+    w, np.array([1, 1 / 2, 1 / 3]) / (11 / 6), rtol=1e-6
+  )
 
 
 def test_ppr_does_not_recompile():

@@ -1,4 +1,5 @@
-"""Contract rendering (byte-stable golden text), the generated world and the executor."""
+"""Contract rendering (byte-stable golden text), the generated world and the
+executor."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,9 @@ TEXTS = [
   S.SkillText("load-csv", "Load the csv table", "# load-csv\nload it."),
   S.SkillText("clean-csv", "Clean the csv table", "# clean-csv\nclean it."),
   S.SkillText("check-utf8", "Validate utf-8", "# check-utf8\ncheck it."),
-  S.SkillText("quick-clean", "Quickly clean the csv table", "# quick-clean\nnope."),
+  S.SkillText(
+    "quick-clean", "Quickly clean the csv table", "# quick-clean\nnope."
+  ),
 ]
 
 GOLDEN = (
@@ -24,12 +27,15 @@ GOLDEN = (
 
 
 def test_render_golden_and_order():
-  # Pick order CHECK, START, SUPPORT: the contract lists by role, payloads in contract order.
+  # Pick order CHECK, START, SUPPORT: the contract lists by role, payloads in
+  # contract order.
   out = S.render_contract([2, 0, 1, -1], [2, 0, 1, -1], [3, -1], TEXTS)
   assert out == GOLDEN
   assert out.encode("utf-8") == GOLDEN.encode("utf-8")
   flat = S.render_contract([1, 3], [-1, -1], np.zeros(0, int), TEXTS)
-  assert flat.startswith("SKILLS:  clean-csv \u2014 Clean the csv table; quick-clean")
+  assert flat.startswith(
+    "SKILLS:  clean-csv \u2014 Clean the csv table; quick-clean"
+  )
   assert flat.endswith("# clean-csv\nclean it.\n# quick-clean\nnope.\n")
   empty = S.render_contract([0, -1], [0, -1], [-1], TEXTS)
   assert "SUPPORT: (none)" in empty and "AVOID:   (none)" in empty
@@ -45,14 +51,16 @@ def test_library_and_tasks_are_consistent(small_world):
     if t == 5:
       assert kind[s] == 2 and lib.is_decoy[d]  # notes flag decoys
     if t == 4:
-      assert kind[s] == 1 and (req[s] & req[d]).any()  # a validator checks its step's tag
+      # a validator checks its step's tag
+      assert kind[s] == 1 and (req[s] & req[d]).any()
   for w in lib.workflows:
     assert 3 <= len(w) <= 6 and len(set(w)) == len(w)
   assert lib.is_decoy.any()
   for i in range(len(tasks.texts)):
     steps = tasks.required[i][tasks.required[i] >= 0]
     assert tasks.entry[i] == steps[0]
-    assert (tasks.visible[i] <= req[steps].any(0)).all()  # visible tags come from the steps
+    # visible tags come from the steps
+    assert (tasks.visible[i] <= req[steps].any(0)).all()
     assert 2 <= tasks.visible[i].sum() <= 4
     assert (tasks.check_tags[i] <= tasks.visible[i]).all()
     assert not tasks.check_tags[i, S.NUM_CHECKABLE :].any()
@@ -66,8 +74,14 @@ def test_executor_counts_items_exactly(small_world):
   kind = np.asarray(lib.graph.kind)
   i = 0
   steps = tasks.required[i][tasks.required[i] >= 0]
-  vals = [v for v in range(lib.n) if kind[v] == 1 and (req[v] & tasks.check_tags[i]).any()]
-  vals = [v for t in np.nonzero(tasks.check_tags[i])[0] for v in vals if req[v, t]][:]
+  vals = [
+    v
+    for v in range(lib.n)
+    if kind[v] == 1 and (req[v] & tasks.check_tags[i]).any()
+  ]
+  vals = [
+    v for t in np.nonzero(tasks.check_tags[i])[0] for v in vals if req[v, t]
+  ][:]
   ids = np.full((1, 12), -1)
   perfect = list(steps) + vals
   ids[0, : len(perfect)] = perfect
@@ -81,12 +95,17 @@ def test_executor_counts_items_exactly(small_world):
   # Wrong entry (a flat list starting at the last step) and one step missing.
   flat = np.full((1, 12), -1)
   flat[0, : len(steps) - 1] = list(steps[::-1][: len(steps) - 1])
-  out2 = S.simulate_execution(flat, np.full((1, 12), -1), np.full((1, 0), -1), sub, lib, rng)
+  out2 = S.simulate_execution(
+    flat, np.full((1, 12), -1), np.full((1, 0), -1), sub, lib, rng
+  )
   n_items = 2 + len(steps) + tasks.check_tags[i].sum()
   missing = 1 + 1 + tasks.check_tags[i].sum()  # entry, one step, every check
   assert out2["reward"][0] == pytest.approx((n_items - missing) / n_items)
   assert out2["steps"][0] == len(steps) - 1 + 2 * missing
-  assert out2["tokens"][0] == np.asarray(lib.graph.cost)[flat[0, : len(steps) - 1]].sum()
+  assert (
+    out2["tokens"][0]
+    == np.asarray(lib.graph.cost)[flat[0, : len(steps) - 1]].sum()
+  )
 
 
 def test_executor_decoys_and_avoid(small_world):
@@ -98,7 +117,9 @@ def test_executor_decoys_and_avoid(small_world):
   run = lambda av, p: S.simulate_execution(
     ids, roles, np.array([[av]]), sub, lib, np.random.default_rng(0), p_decoy=p
   )
-  assert run(-1, 1.0)["decoy_executed"][0] and not run(-1, 0.0)["decoy_executed"][0]
+  assert (
+    run(-1, 1.0)["decoy_executed"][0] and not run(-1, 0.0)["decoy_executed"][0]
+  )
   assert not run(decoy, 1.0)["decoy_executed"][0]  # an AVOID note prevents it
   assert run(decoy, 1.0)["tokens"][0] == run(-1, 1.0)["tokens"][0] + 12
 
@@ -108,6 +129,13 @@ def _one_task(tasks, i):
     texts=[tasks.texts[i]],
     **{
       k: getattr(tasks, k)[i : i + 1]
-      for k in ("visible", "required", "entry", "check_tags", "pitfalls", "workflow")
+      for k in (
+        "visible",
+        "required",
+        "entry",
+        "check_tags",
+        "pitfalls",
+        "workflow",
+      )
     },
   )

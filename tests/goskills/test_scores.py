@@ -13,7 +13,9 @@ def test_bm25_matches_loop_reference():
   got = np.asarray(S.bm25_scores(q, docs))
   np.testing.assert_allclose(got, ref.bm25(q, docs), rtol=1e-5, atol=1e-6)
   got2 = np.asarray(S.bm25_scores(q, docs, k1=0.9, b=0.2))
-  np.testing.assert_allclose(got2, ref.bm25(q, docs, k1=0.9, b=0.2), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(
+    got2, ref.bm25(q, docs, k1=0.9, b=0.2), rtol=1e-5, atol=1e-6
+  )
 
 
 def test_hybrid_scores_reference_and_constant_bm25_row():
@@ -32,7 +34,14 @@ def test_hybrid_scores_reference_and_constant_bm25_row():
 
 def test_text_helpers_are_deterministic():
   texts = ["Load the CSV table, with pandas!", "", "export png"]
-  assert S.tokenize(texts[0]) == ["load", "the", "csv", "table", "with", "pandas"]
+  assert S.tokenize(texts[0]) == [
+    "load",
+    "the",
+    "csv",
+    "table",
+    "with",
+    "pandas",
+  ]
   vocab = S.build_vocab(texts)
   assert list(vocab) == sorted(vocab)
   c = S.term_counts(texts + ["csv csv unknownword"], vocab)
@@ -42,5 +51,7 @@ def test_text_helpers_are_deterministic():
   np.testing.assert_allclose(np.linalg.norm(e1[[0, 2]], axis=1), 1.0, rtol=1e-6)
   assert (e1[1] == 0).all()
   # Near-duplicate texts are closer than unrelated ones.
-  e = S.hashed_embeddings(["clean the csv table", "quickly clean the csv table", "render video"])
+  e = S.hashed_embeddings(
+    ["clean the csv table", "quickly clean the csv table", "render video"]
+  )
   assert e[0] @ e[1] > e[0] @ e[2] + 0.3

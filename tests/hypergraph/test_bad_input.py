@@ -1,7 +1,8 @@
-"""Bad-input battery for jaxpapers.hypergraph (eager and under jax.jit), plus degenerate inputs.
+"""Bad-input battery for jaxpapers.hypergraph (eager and under jax.jit), plus
+degenerate inputs.
 
-Corrupt files (truncated pickles and ``.npz``, a pickle with a forbidden global) are written
-here into a temporary folder laid out like the real data folder.
+Corrupt files (truncated pickles and ``.npz``, a pickle with a forbidden global)
+are written here into a temporary folder laid out like the real data folder.
 """
 
 import io
@@ -66,7 +67,8 @@ def _setup_files():
   _write("evil.pickle", pickle.dumps(_Evil()))
   _write("empty.pickle", b"")
   outside = pathlib.Path(tempfile.mkdtemp(prefix="badinput_hg_outside_"))
-  (_ROOT / "mail" / "linked_out").symlink_to(outside)  # a dataset folder outside data_dir
+  # a dataset folder outside data_dir
+  (_ROOT / "mail" / "linked_out").symlink_to(outside)
 
 
 _setup_files()
@@ -143,7 +145,10 @@ CASES = [
   Case(
     "hypergraph.load_cocitation",
     lambda: hg.load_cocitation(_ROOT, "as_list"),
-    match=r"data pickle .*cocitation/as_list/hypergraph.pickle holds a list, expected a dict",
+    match=(
+      r"data pickle .*cocitation/as_list/hypergraph.pickle holds a list, "
+      r"expected a dict"
+    ),
     jit=None,
     jit_reason=HOST,
     id="cocitation-not-a-dict",
@@ -175,7 +180,10 @@ CASES = [
   Case(
     "hypergraph.load_mail",
     lambda: hg.load_mail(_ROOT, "../../etc"),
-    match=r"name '../../etc' must be a relative path inside .* without '..' components",
+    match=(
+      r"name '../../etc' must be a relative path inside .* without '..' "
+      r"components"
+    ),
     jit=None,
     jit_reason=HOST,
     id="mail-name-dotdot",
@@ -265,7 +273,10 @@ CASES = [
   Case(
     "hypergraph.load_planetoid",
     lambda: hg.load_planetoid(_ROOT, split_seed=1),
-    match=r"planetoid/cora ships 1 fixed split\(s\), so split_seed=1 does not apply",
+    match=(
+      r"planetoid/cora ships 1 fixed split\(s\), so split_seed=1 does not "
+      r"apply"
+    ),
     jit=None,
     jit_reason=HOST,
     id="planetoid-split-seed",
@@ -299,7 +310,10 @@ CASES = [
   Case(
     "hypergraph.from_hyperedges",
     lambda: hg.from_hyperedges([[0, 1.7], [2]], 3),
-    match=r"members\[0\] must hold integer node ids, got non-integer values \[1.7\]",
+    match=(
+      r"members\[0\] must hold integer node ids, got non-integer values "
+      r"\[1.7\]"
+    ),
     jit=None,
     jit_reason=HOST,
     id="hyperedges-float-member",
@@ -356,16 +370,25 @@ CASES = [
   Case(
     "hypergraph.make_data",
     lambda: hg.make_data(
-      INC, X, np.array([0, 1.6, 2.2, 0.9]), train_mask=MASK, val_mask=MASK, test_mask=MASK
+      INC,
+      X,
+      np.array([0, 1.6, 2.2, 0.9]),
+      train_mask=MASK,
+      val_mask=MASK,
+      test_mask=MASK,
     ),
-    match=r"y \(labels\) must hold integer node ids, got non-integer values \[1.6",
+    match=(
+      r"y \(labels\) must hold integer node ids, got non-integer values \[1.6"
+    ),
     jit=None,
     jit_reason=HOST,
     id="make-data-float-labels",
   ),
   Case(
     "hypergraph.make_data",
-    lambda: hg.make_data(INC, X * np.nan, Y, train_mask=MASK, val_mask=MASK, test_mask=MASK),
+    lambda: hg.make_data(
+      INC, X * np.nan, Y, train_mask=MASK, val_mask=MASK, test_mask=MASK
+    ),
     match="x must be finite",
     jit=None,
     jit_reason=HOST,
@@ -373,7 +396,9 @@ CASES = [
   ),
   Case(
     "hypergraph.make_data",
-    lambda: hg.make_data(INC, X, Y, train_mask=MASK * 0.5, val_mask=MASK, test_mask=MASK),
+    lambda: hg.make_data(
+      INC, X, Y, train_mask=MASK * 0.5, val_mask=MASK, test_mask=MASK
+    ),
     error=TypeError,
     match="train_mask must be boolean",
     jit=None,
@@ -382,7 +407,9 @@ CASES = [
   ),
   Case(
     "hypergraph.make_data",
-    lambda: hg.make_data(INC, X, Y, train_mask=MASK, val_mask=MASK, test_mask=MASK, num_classes=1),
+    lambda: hg.make_data(
+      INC, X, Y, train_mask=MASK, val_mask=MASK, test_mask=MASK, num_classes=1
+    ),
     match=r"labels must lie in \[0, 1\)",
     jit=None,
     jit_reason=HOST,
@@ -408,7 +435,10 @@ CASES = [
   Case(
     "hypergraph.backbone_input",
     lambda: hg.backbone_input("GeDi", DATA),
-    match=r"backbone must be one of \['gedi', 'hgnn', 'hypergcn', 'phenomnn'\], got 'GeDi'",
+    match=(
+      r"backbone must be one of \['gedi', 'hgnn', 'hypergcn', 'phenomnn'\], "
+      r"got 'GeDi'"
+    ),
     jit=None,
     jit_reason=HOST,
     id="backbone-input-name",
@@ -597,7 +627,9 @@ CASES = [
     "hypergraph.GeDiHNN",
     lambda x: _with_x(GEDI, x),
     (X2,),
-    match=r"data.x has shape \(4, 2\), but the model was built for in_features=3",
+    match=(
+      r"data.x has shape \(4, 2\), but the model was built for in_features=3"
+    ),
     id="gedi-features",
   ),
   Case(
@@ -647,21 +679,27 @@ _D = np.ones(4, f32)
 CASES += [
   Case(
     "hypergraph.phenom_step",
-    lambda y: hg.phenom_step(y, y, y, y, _D, _D, lam0=1.0, lam1=1.0, step=0.5, h_setting=5),
+    lambda y: hg.phenom_step(
+      y, y, y, y, _D, _D, lam0=1.0, lam1=1.0, step=0.5, h_setting=5
+    ),
     (_Y,),
     match=r"h_setting must be one of \[0, 1, 2, 3\]",
     id="phenom-step-setting",
   ),
   Case(
     "hypergraph.phenom_step",
-    lambda y: hg.phenom_step(y, y, y, y[:3], _D, _D, lam0=1.0, lam1=1.0, step=0.5),
+    lambda y: hg.phenom_step(
+      y, y, y, y[:3], _D, _D, lam0=1.0, lam1=1.0, step=0.5
+    ),
     (_Y,),
     match=r"a_gamma_y must have the shape of y",
     id="phenom-step-shape",
   ),
   Case(
     "hypergraph.phenom_step",
-    lambda y: hg.phenom_step(y, y, y, y, _D, _D, lam0=1.0, lam1=1.0, step=0.5, h_setting=1),
+    lambda y: hg.phenom_step(
+      y, y, y, y, _D, _D, lam0=1.0, lam1=1.0, step=0.5, h_setting=1
+    ),
     (_Y,),
     match=r"h_setting=1 needs h with \[2, 2\] matrices",
     id="phenom-step-h",
@@ -671,7 +709,9 @@ CASES += [
     lambda: hg.phenom_h_init(jax.random.key(0), 3, 4),
     match=r"h_setting must be one of",
     jit=None,
-    jit_reason="host-side initialisation of parameters, not a traced computation",
+    jit_reason=(
+      "host-side initialisation of parameters, not a traced computation"
+    ),
   ),
   Case(
     "hypergraph.check_phenom_args",
@@ -690,9 +730,15 @@ CASES += [
 ]
 
 EXEMPT = {
-  "torch_linear": "an nnx.Linear with uniform_init (validated) for kernel and bias",
-  "HypergraphData": "a container; build it with make_data, which validates every field",
-  "Incidence": "a container; build it with from_incidence_pairs / from_* (validated)",
+  "torch_linear": (
+    "an nnx.Linear with uniform_init (validated) for kernel and bias"
+  ),
+  "HypergraphData": (
+    "a container; build it with make_data, which validates every field"
+  ),
+  "Incidence": (
+    "a container; build it with from_incidence_pairs / from_* (validated)"
+  ),
 }
 
 
@@ -708,7 +754,9 @@ def test_covers_public_api():
 def test_degenerate_values():
   """Documented values for legal edge cases."""
   # Whole-number float labels are accepted as the integers they are.
-  d = hg.make_data(INC, X, Y.astype(f32), train_mask=MASK, val_mask=MASK, test_mask=MASK)
+  d = hg.make_data(
+    INC, X, Y.astype(f32), train_mask=MASK, val_mask=MASK, test_mask=MASK
+  )
   np.testing.assert_array_equal(d.y, Y)
   # An isolated node / empty hyperedge has inverse square-root degree 0.
   np.testing.assert_array_equal(hg.inv_sqrt(jnp.array([0.0, 4.0])), [0.0, 0.5])

@@ -1,4 +1,5 @@
-"""Operators and kernels against dense float64 numpy references built from the definitions."""
+"""Operators and kernels against dense float64 numpy references built from the
+definitions."""
 
 import jax
 import jax.numpy as jnp
@@ -44,10 +45,18 @@ def test_qn_hermitian_spectrum_and_segment_form():
   np.testing.assert_allclose(re + 1j * im, q, atol=1e-12)
   x = np.random.default_rng(1).normal(size=(inc.num_nodes, 3))
   xi = np.random.default_rng(2).normal(size=(inc.num_nodes, 3))
-  yr, yi = hg.gedi_propagate(inc, jnp.asarray(x, jnp.float32), jnp.asarray(xi, jnp.float32))
-  np.testing.assert_allclose(np.asarray(yr) + 1j * np.asarray(yi), q @ (x + 1j * xi), atol=1e-5)
-  yr, yi = hg.gedi_propagate(inc, jnp.asarray(x, jnp.float32), None, conjugate=True)
-  np.testing.assert_allclose(np.asarray(yr) + 1j * np.asarray(yi), q.conj() @ x, atol=1e-5)
+  yr, yi = hg.gedi_propagate(
+    inc, jnp.asarray(x, jnp.float32), jnp.asarray(xi, jnp.float32)
+  )
+  np.testing.assert_allclose(
+    np.asarray(yr) + 1j * np.asarray(yi), q @ (x + 1j * xi), atol=1e-5
+  )
+  yr, yi = hg.gedi_propagate(
+    inc, jnp.asarray(x, jnp.float32), None, conjugate=True
+  )
+  np.testing.assert_allclose(
+    np.asarray(yr) + 1j * np.asarray(yi), q.conj() @ x, atol=1e-5
+  )
 
 
 def test_code_variant_l2():
@@ -57,12 +66,18 @@ def test_code_variant_l2():
   a = h @ np.diag(1 / np.abs(h).sum(0)) @ h.conj().T
   s1 = 1 / np.sqrt(d + 1)
   s = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-30)), 0)
-  l2 = np.diag(s1) @ (a - np.diag(np.diag(a))) @ np.diag(s1) + np.diag(s**2 * np.diag(a))
+  l2 = np.diag(s1) @ (a - np.diag(np.diag(a))) @ np.diag(s1) + np.diag(
+    s**2 * np.diag(a)
+  )
   re, im = hg.gedi_operator(inc, variant="code")
   np.testing.assert_allclose(re + 1j * im, l2, atol=1e-12)
   x = np.random.default_rng(1).normal(size=(inc.num_nodes, 2))
-  yr, yi = hg.gedi_propagate(inc, jnp.asarray(x, jnp.float32), None, variant="code")
-  np.testing.assert_allclose(np.asarray(yr) + 1j * np.asarray(yi), l2 @ x, atol=1e-5)
+  yr, yi = hg.gedi_propagate(
+    inc, jnp.asarray(x, jnp.float32), None, variant=("code")
+  )
+  np.testing.assert_allclose(
+    np.asarray(yr) + 1j * np.asarray(yi), l2 @ x, atol=1e-5
+  )
 
 
 def test_all_phases_one_gives_hgnn():
@@ -75,8 +90,12 @@ def test_all_phases_one_gives_hgnn():
   np.testing.assert_allclose(im, 0, atol=1e-12)
   np.testing.assert_allclose(re, _qn(h).real, atol=1e-12)
   np.testing.assert_allclose(hg.hgnn_operator(inc), _qn(h).real, atol=1e-12)
-  x = np.random.default_rng(0).normal(size=(inc.num_nodes, 4)).astype(np.float32)
-  np.testing.assert_allclose(hg.hgnn_propagate(inc, x), _qn(h).real @ x, atol=1e-5)
+  x = (
+    np.random.default_rng(0).normal(size=(inc.num_nodes, 4)).astype(np.float32)
+  )
+  np.testing.assert_allclose(
+    hg.hgnn_propagate(inc, x), _qn(h).real @ x, atol=1e-5
+  )
 
 
 def test_phenom_operators_segment_form():
@@ -91,15 +110,23 @@ def test_phenom_operators_segment_form():
   np.testing.assert_allclose(dg, a_g.sum(1), atol=1e-12)
   x = np.random.default_rng(0).normal(size=(n, 3)).astype(np.float32)
   ab, ag, _, _ = hg.phenom_operators(inc)
-  np.testing.assert_allclose(hg.phenom_propagate(inc, x, which="gamma"), ag @ x, atol=1e-5)
-  np.testing.assert_allclose(hg.phenom_propagate(inc, x, which="beta"), ab @ x, atol=1e-5)
+  np.testing.assert_allclose(
+    hg.phenom_propagate(inc, x, which="gamma"), ag @ x, atol=1e-5
+  )
+  np.testing.assert_allclose(
+    hg.phenom_propagate(inc, x, which="beta"), ab @ x, atol=1e-5
+  )
 
 
 def test_segment_softmax_sums_and_guards():
   logits = jnp.array([[1.0], [2.0], [3.0], [0.5]])
   seg = jnp.array([0, 0, 2, 2])
-  out = hg.segment_softmax(logits, seg, 4, mask=jnp.array([True, True, True, False]))
-  np.testing.assert_allclose(out[:2, 0], np.exp([1, 2]) / np.exp([1, 2]).sum(), rtol=1e-6)
+  out = hg.segment_softmax(
+    logits, seg, 4, mask=jnp.array([True, True, True, False])
+  )
+  np.testing.assert_allclose(
+    out[:2, 0], np.exp([1, 2]) / np.exp([1, 2]).sum(), rtol=1e-6
+  )
   np.testing.assert_allclose(out[2:, 0], [1.0, 0.0], atol=1e-7)
   assert np.all(np.isfinite(np.asarray(out)))
   big = hg.segment_softmax(jnp.array([1000.0, 999.0]), jnp.array([1, 1]), 3)
@@ -110,7 +137,9 @@ def test_segment_softmax_sums_and_guards():
 
 def test_hypergcn_graph_brute_force():
   inc = _rand_directed(6, n=10, m=6)
-  und = hg.from_incidence_pairs(np.asarray(inc.node), np.asarray(inc.edge), 10, 6)
+  und = hg.from_incidence_pairs(
+    np.asarray(inc.node), np.asarray(inc.edge), 10, 6
+  )
   rng = np.random.default_rng(0)
   p = rng.normal(size=10).astype(np.float32)
   s = rng.normal(size=(10, 3)).astype(np.float32)
@@ -121,9 +150,11 @@ def test_hypergcn_graph_brute_force():
     for e in range(6):
       mem = node[edge == e]
       i, j = mem[np.argmax(p[mem])], mem[np.argmin(p[mem])]
-      wt = 1 / (2 * len(mem) - 3) if mediators else 1 / len(mem)  # the reference Laplacian
+      # the reference Laplacian
+      wt = 1 / (2 * len(mem) - 3) if mediators else 1 / len(mem)
       pairs = [(i, j)] + (
-        [(i, k) for k in mem if k not in (i, j)] + [(j, k) for k in mem if k not in (i, j)]
+        [(i, k) for k in mem if k not in (i, j)]
+        + [(j, k) for k in mem if k not in (i, j)]
         if mediators
         else []
       )
@@ -142,10 +173,16 @@ def test_padding_path_dummy_segment():
   inc = _rand_directed(7)
   padded, valid = hg.pad_incidence(inc, inc.nnz + 5)
   assert int(valid.sum()) == inc.nnz
-  x = jnp.asarray(np.random.default_rng(0).normal(size=(inc.num_nodes + 1, 2)), jnp.float32)
+  x = jnp.asarray(
+    np.random.default_rng(0).normal(size=(inc.num_nodes + 1, 2)), jnp.float32
+  )
   w = jnp.where(valid, padded.phase_re, 0.0)
-  h = jax.ops.segment_sum(w[:, None] * x[padded.node], padded.edge, inc.num_edges + 1)[:-1]
-  ref = jax.ops.segment_sum(inc.phase_re[:, None] * x[inc.node], inc.edge, inc.num_edges)
+  h = jax.ops.segment_sum(
+    w[:, None] * x[padded.node], padded.edge, inc.num_edges + 1
+  )[:-1]
+  ref = jax.ops.segment_sum(
+    inc.phase_re[:, None] * x[inc.node], inc.edge, inc.num_edges
+  )
   np.testing.assert_allclose(h, ref, atol=1e-6)
   with pytest.raises(ValueError):
     hg.pad_incidence(inc, 1)

@@ -1,4 +1,5 @@
-"""Container validation, builders, splits, generator and the restricted unpickler."""
+"""Container validation, builders, splits, generator and the restricted
+unpickler."""
 
 import io
 import pickle
@@ -31,11 +32,15 @@ def test_from_incidence_pairs_sorts_and_counts():
 )
 def test_validation_errors(kw, msg):
   with pytest.raises(ValueError, match=msg):
-    hg.from_incidence_pairs(np.array(kw["node"]), np.array(kw["edge"]), kw["n"], kw["m"])
+    hg.from_incidence_pairs(
+      np.array(kw["node"]), np.array(kw["edge"]), kw["n"], kw["m"]
+    )
 
 
 def test_empty_edges_allowed_when_asked():
-  inc = hg.from_incidence_pairs(np.array([0]), np.array([0]), 2, 2, allow_empty_edges=True)
+  inc = hg.from_incidence_pairs(
+    np.array([0]), np.array([0]), 2, 2, allow_empty_edges=True
+  )
   assert inc.num_edges == 2 and float(inc.deg_edge[1]) == 0
 
 
@@ -43,7 +48,8 @@ def test_star_construction_by_hand():
   # 0->1, 0->2, 2->0, 1->1 (self-loop, dropped), duplicate 0->1
   inc = hg.from_directed_edges([0, 0, 2, 1, 0], [1, 2, 0, 1, 1], 3)
   h = inc.dense()
-  expect = np.array([[1j, 1], [1, 0], [1, 1j]])  # e0 = {0 tail, 1, 2}, e1 = {2 tail, 0}
+  # e0 = {0 tail, 1, 2}, e1 = {2 tail, 0}
+  expect = np.array([[1j, 1], [1, 0], [1, 1j]])
   np.testing.assert_allclose(h, expect, atol=1e-7)
   inc2 = hg.from_directed_edges([0], [1], 2, phase_convention="dshn")
   np.testing.assert_allclose(inc2.dense()[:, 0], [-1j, 1], atol=1e-7)
@@ -66,7 +72,14 @@ def test_make_data_validation():
   inc = hg.from_hyperedges([[0, 1], [1, 2]], 3)
   m = np.ones(3, bool)
   with pytest.raises(ValueError, match="x must have shape"):
-    hg.make_data(inc, np.ones((2, 1)), np.zeros(3, int), train_mask=m, val_mask=m, test_mask=m)
+    hg.make_data(
+      inc,
+      np.ones((2, 1)),
+      np.zeros(3, int),
+      train_mask=m,
+      val_mask=m,
+      test_mask=m,
+    )
   with pytest.raises(ValueError, match="labels"):
     hg.make_data(
       inc,
@@ -77,18 +90,31 @@ def test_make_data_validation():
       test_mask=m,
       num_classes=2,
     )
-  d = hg.make_data(inc, np.ones((3, 1)), np.array([0, 1, 1]), train_mask=m, val_mask=m, test_mask=m)
+  d = hg.make_data(
+    inc,
+    np.ones((3, 1)),
+    np.array([0, 1, 1]),
+    train_mask=m,
+    val_mask=m,
+    test_mask=m,
+  )
   assert d.train_mask.shape == (1, 3) and d.num_classes == 2 and not d.directed
 
 
 def test_random_splits():
   y = np.repeat(np.arange(4), 25)
-  tr, va, te = hg.random_splits(y, 3, train=0.6, val=0.2, num_splits=5, per_class=True)
+  tr, va, te = hg.random_splits(
+    y, 3, train=0.6, val=0.2, num_splits=5, per_class=True
+  )
   assert tr.shape == (5, 100)
-  np.testing.assert_array_equal(tr.astype(int) + va + te, np.ones((5, 100), int))
+  np.testing.assert_array_equal(
+    tr.astype(int) + va + te, np.ones((5, 100), int)
+  )
   for c in range(4):
     assert tr[:, y == c].sum(1).tolist() == [15] * 5
-  tr2, _, _ = hg.random_splits(y, 3, train=0.6, val=0.2, num_splits=5, per_class=True)
+  tr2, _, _ = hg.random_splits(
+    y, 3, train=0.6, val=0.2, num_splits=5, per_class=True
+  )
   np.testing.assert_array_equal(tr, tr2)
   assert not np.array_equal(tr[0], tr[1])
   with pytest.raises(ValueError):
@@ -96,8 +122,12 @@ def test_random_splits():
 
 
 def test_make_synthetic_recipe():
-  d = hg.make_synthetic(1, num_classes=3, nodes_per_class=20, n_intra=4, n_inter=2, num_splits=2)
-  d2 = hg.make_synthetic(1, num_classes=3, nodes_per_class=20, n_intra=4, n_inter=2, num_splits=2)
+  d = hg.make_synthetic(
+    1, num_classes=3, nodes_per_class=20, n_intra=4, n_inter=2, num_splits=2
+  )
+  d2 = hg.make_synthetic(
+    1, num_classes=3, nodes_per_class=20, n_intra=4, n_inter=2, num_splits=2
+  )
   np.testing.assert_array_equal(d.incidence.node, d2.incidence.node)
   assert d.incidence.num_edges == 3 * 4 + 3 * 2
   y = np.asarray(d.y)
@@ -108,25 +138,35 @@ def test_make_synthetic_recipe():
       assert len(set(y[mem])) == 1 and np.allclose(p, 1)
     else:
       tails, heads = mem[np.abs(p.imag) > 0.5], mem[np.abs(p.imag) < 0.5]
-      assert len(set(y[tails])) == 1 and len(set(y[heads])) == 1 and y[tails][0] < y[heads][0]
+      assert (
+        len(set(y[tails])) == 1
+        and len(set(y[heads])) == 1
+        and y[tails][0] < y[heads][0]
+      )
   assert d.directed and d.x.shape == (60, 1)
-  g = hg.make_synthetic(1, num_classes=3, nodes_per_class=20, features="gaussian", directed=False)
+  g = hg.make_synthetic(
+    1, num_classes=3, nodes_per_class=20, features=("gaussian"), directed=False
+  )
   assert g.x.shape == (60, 16) and not g.directed
   with pytest.raises(ValueError, match="size_range"):
     hg.make_synthetic(0, nodes_per_class=5, size_range=(3, 10))
 
 
 def test_backbone_input_keeps_direction_for_gedi_only():
-  d = hg.make_synthetic(2, num_classes=3, nodes_per_class=10, n_intra=3, n_inter=3, num_splits=1)
+  d = hg.make_synthetic(
+    2, num_classes=3, nodes_per_class=10, n_intra=3, n_inter=3, num_splits=1
+  )
   node, edge, ph = d.incidence.to_numpy()
-  assert d.directed and np.abs(ph.imag).max() > 0.5  # the input carries tail phases
+  # the input carries tail phases
+  assert d.directed and np.abs(ph.imag).max() > 0.5
   assert hg.backbone_input("gedi", d) is d
   n, m = d.incidence.num_nodes, d.incidence.num_edges
   for b in ("hgnn", "hypergcn", "phenomnn"):
     u = hg.backbone_input(b, d)
     un, ue, up = u.incidence.to_numpy()
     assert not u.directed and np.allclose(up, 1)
-    # the same memberships on the original hyperedges, then one self-loop hyperedge per node
+    # the same memberships on the original hyperedges, then one self-loop
+    # hyperedge per node
     assert u.incidence.num_edges == m + n
     keep = ue < m
     assert sorted(zip(un[keep], ue[keep])) == sorted(zip(node, edge))
@@ -151,4 +191,6 @@ def test_restricted_unpickler_refuses_other_globals(tmp_path):
   with pytest.raises(FileNotFoundError, match="missing"):
     hg.safe_load_pickle(tmp_path / "nope.pickle")
   with pytest.raises(pickle.UnpicklingError):
-    hg.RestrictedUnpickler(io.BytesIO(pickle.dumps(np.random.default_rng(0)))).load()
+    hg.RestrictedUnpickler(
+      io.BytesIO(pickle.dumps(np.random.default_rng(0)))
+    ).load()

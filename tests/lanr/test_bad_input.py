@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.lanr``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.lanr``: malformed calls, eagerly and under
+jit."""
 
 import types
 
@@ -72,9 +73,19 @@ CASES = [
     id="info_nce-D",
   ),
   Case(
-    "info_nce", L.info_nce, (EQ, ED, POS), {"tau": 0.0}, match="tau must be > 0", id="info_nce-tau"
+    "info_nce",
+    L.info_nce,
+    (EQ, ED, POS),
+    {"tau": 0.0},
+    match="tau must be > 0",
+    id=("info_nce-tau"),
   ),
-  Case("answer_entropy", L.answer_entropy, (EQ, POS), match="logits must have rank 3"),
+  Case(
+    "answer_entropy",
+    L.answer_entropy,
+    (EQ, POS),
+    match=("logits must have rank 3"),
+  ),
   Case(
     "answer_entropy",
     L.answer_entropy,
@@ -185,7 +196,9 @@ CASES = [
   ),
   Case(
     "lanr_loss",
-    lambda nd: L.lanr_loss(HEADS, CTL, dict(BATCH, next_doc=nd), cfg=L.LAnRConfig()),
+    lambda nd: L.lanr_loss(
+      HEADS, CTL, dict(BATCH, next_doc=nd), cfg=L.LAnRConfig()
+    ),
     (BATCH["next_doc"],),
     match=r"next_doc'\] must lie in",
     jit="nan",
@@ -224,13 +237,23 @@ CASES = [
   Case(
     "append_tokens",
     L.append_tokens,
-    (np.zeros((2, 3), I32), np.zeros(2, I32), np.ones((2, 4), I32), np.ones(2, I32)),
+    (
+      np.zeros((2, 3), I32),
+      np.zeros(2, I32),
+      np.ones((2, 4), I32),
+      np.ones(2, I32),
+    ),
     match=r"tokens must have shape \[B=2, T_tok <= L=3\]",
   ),
   Case(
     "append_tokens",
     L.append_tokens,
-    (np.zeros((2, 3), F32), np.zeros(2, I32), np.ones((2, 1), I32), np.ones(2, I32)),
+    (
+      np.zeros((2, 3), F32),
+      np.zeros(2, I32),
+      np.ones((2, 1), I32),
+      np.ones(2, I32),
+    ),
     error=TypeError,
     match="buf must have a integer dtype",
     id="append_tokens-dtype",
@@ -245,7 +268,10 @@ CASES = [
     "read_context",
     lambda i, n: L.read_context(FN, LMP, i, n, PRED, AI, AL),
     (np.ones((2, 4), I32), np.array([3, 2], I32)),
-    match=r"ids width L=4 must hold every row's length \+ \[PRED\] \(1\) \+ its answer_len",
+    match=(
+      r"ids width L=4 must hold every row's length \+ \[PRED\] \(1\) \+ its "
+      r"answer_len"
+    ),
     jit="nan",
     id="read_context-overflow",
   ),
@@ -380,7 +406,14 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("bm25_scores", L.bm25_scores, (["a"], []), match="non-empty", jit=None, jit_reason=HOST),
+  Case(
+    "bm25_scores",
+    L.bm25_scores,
+    (["a"], []),
+    match="non-empty",
+    jit=None,
+    jit_reason=HOST,
+  ),
   Case(
     "question_as_query_retrieve",
     L.question_as_query_retrieve,
@@ -470,14 +503,18 @@ CASES = [
   ),
   Case(
     "stop_outcomes",
-    lambda: L.stop_outcomes([1, 2], np.zeros((2, 3)), [(0,), (1,)], np.zeros((2, 3)), 3),
+    lambda: L.stop_outcomes(
+      [1, 2], np.zeros((2, 3)), [(0,), (1,)], np.zeros((2, 3)), 3
+    ),
     match=r"correct \[Q, t_max \+ 1\]",
     jit=None,
     jit_reason=HOST,
   ),
   Case(
     "next_hop_accuracy",
-    lambda: L.next_hop_accuracy(np.zeros((2, 3)), np.zeros((2, 4)), [0, 1], [0, 1]),
+    lambda: L.next_hop_accuracy(
+      np.zeros((2, 3)), np.zeros((2, 4)), [0, 1], [0, 1]
+    ),
     match="in_context must be",
     jit=None,
     jit_reason=HOST,
@@ -517,9 +554,14 @@ def test_every_public_callable_has_a_case():
 
 
 def test_degenerate_inputs_return_documented_values():
-  assert float(L.info_nce(EQ, ED, np.zeros((3, 5), bool), tau=0.1)) == 0.0  # no positive: 0
-  assert float(L.control_loss(np.zeros(2, F32), np.zeros(2, F32), np.zeros(2, bool))) == 0.0
-  assert np.isnan(L.auroc(np.zeros(2, F32), np.zeros(2, F32)))  # one class only: NaN
+  # no positive: 0
+  assert float(L.info_nce(EQ, ED, np.zeros((3, 5), bool), tau=0.1)) == 0.0
+  assert (
+    float(L.control_loss(np.zeros(2, F32), np.zeros(2, F32), np.zeros(2, bool)))
+    == 0.0
+  )
+  # one class only: NaN
+  assert np.isnan(L.auroc(np.zeros(2, F32), np.zeros(2, F32)))
   np.testing.assert_array_equal(
     L.answer_entropy(np.zeros((1, 2, 3), F32), np.zeros((1, 2), bool)), [0.0]
   )

@@ -1,4 +1,5 @@
-"""The experiment's context store keeps its reads in a digest-checked file of the harness cache."""
+"""The experiment's context store keeps its reads in a digest-checked file of
+the harness cache."""
 
 import logging
 
@@ -22,7 +23,9 @@ def _row(i):
   }
 
 
-def test_saved_reads_come_back_and_a_damaged_file_is_read_again(tmp_path, caplog):
+def test_saved_reads_come_back_and_a_damaged_file_is_read_again(
+  tmp_path, caplog
+):
   path = tmp_path / "contexts.npz"
   s = _store(path)
   s.put({"test/0/": _row(0)})
@@ -32,12 +35,15 @@ def test_saved_reads_come_back_and_a_damaged_file_is_read_again(tmp_path, caplog
   assert again.missing(["test/1/4-2", "test/2/", "test/2/"]) == ["test/2/"]
   stacked = again.stack(["test/1/4-2", "test/0/"])
   for f in input_pipeline.FIELDS:
-    np.testing.assert_array_equal(stacked[f], np.stack([_row(1)[f], _row(0)[f]]))
+    np.testing.assert_array_equal(
+      stacked[f], np.stack([_row(1)[f], _row(0)[f]])
+    )
   core.cache.read_arrays(path)  # written with its digest
   data = bytearray(path.read_bytes())
   data[len(data) // 2] ^= 0xFF  # one flipped byte
   path.write_bytes(bytes(data))
   with caplog.at_level(logging.WARNING):
     damaged = _store(path)
-  assert damaged.rows == {}  # nothing silently wrong: every context is read again
+  # nothing silently wrong: every context is read again
+  assert damaged.rows == {}
   assert "computing its rows again" in caplog.text and str(path) in caplog.text

@@ -1,4 +1,5 @@
-"""The synthetic multi-hop world, tokenizer, padding and the BM25 pipeline baseline."""
+"""The synthetic multi-hop world, tokenizer, padding and the BM25 pipeline
+baseline."""
 
 import math
 
@@ -17,7 +18,10 @@ def test_kb_one_fact_per_relation_and_deterministic():
     assert KB.index[(r, s)] == i and s in KB.docs[i] and o in KB.docs[i]
   again = L.make_kb(0, n_people=20, n_cities=6, n_countries=3, n_companies=5)
   assert again.docs == KB.docs
-  assert L.make_kb(1, n_people=20, n_cities=6, n_countries=3, n_companies=5).docs != KB.docs
+  assert (
+    L.make_kb(1, n_people=20, n_cities=6, n_countries=3, n_companies=5).docs
+    != KB.docs
+  )
 
 
 def test_questions_follow_the_chain_of_facts():
@@ -25,17 +29,21 @@ def test_questions_follow_the_chain_of_facts():
   assert [q.hops for q in qs] == [1] * 5 + [2] * 5 + [3] * 5
   for q in qs:
     subj = q.person
-    for g in q.gold:  # each hop's subject is the previous hop's object (the bridge entity)
+    # each hop's subject is the previous hop's object (the bridge entity)
+    for g in q.gold:
       assert KB.facts[g][1] == subj
       subj = KB.facts[g][2]
     assert q.answer == subj and q.person in q.question
-    assert q.answer not in q.question  # the bridge and the answer are not in the question
+    # the bridge and the answer are not in the question
+    assert q.answer not in q.question
 
 
 def test_word_tokenizer_and_padding():
   tok = L.WordTokenizer(["Ada was born in Rika."])
   ids = tok.encode("Ada was born in Rika.")
-  assert tok.decode(ids) == "Ada was born in Rika ." and tok.encode("Zed") == [1]
+  assert tok.decode(ids) == "Ada was born in Rika ." and tok.encode("Zed") == [
+    1
+  ]
   assert tok.token_to_id("[PRED]") == 2 and tok.token_to_id("[DOC]") == 3
   x, n = L.pad_tokens([[5, 6], [7]], width=3)
   np.testing.assert_array_equal(x, [[5, 6, 0], [7, 0, 0]])
@@ -62,12 +70,18 @@ def test_bm25_matches_hand_computation():
 
 
 def test_groups_share_no_entity_or_document():
-  kb = L.make_kb(3, n_people=10, n_cities=4, n_countries=2, n_companies=3, n_groups=2)
+  kb = L.make_kb(
+    3, n_people=10, n_cities=4, n_countries=2, n_companies=3, n_groups=2
+  )
   g = kb.groups
   assert len(kb.people_of(0)) == len(kb.people_of(1)) == 10
-  assert len(kb.cities) == 8 and len(kb.countries) == 4 and len(kb.companies) == 6
+  assert (
+    len(kb.cities) == 8 and len(kb.countries) == 4 and len(kb.companies) == 6
+  )
   for name in (kb.cities, kb.countries, kb.companies):
-    assert sorted(g[e] for e in name) == [0] * (len(name) // 2) + [1] * (len(name) // 2)
+    assert sorted(g[e] for e in name) == [0] * (len(name) // 2) + [1] * (
+      len(name) // 2
+    )
   for _, s, o in kb.facts:  # every fact links two entities of one group
     assert g[s] == g[o]
   qa = L.make_questions(kb, kb.people_of(0), n_per_hop=5, seed=0)
@@ -87,24 +101,32 @@ def KB_facts(kb, d):
 def test_iterative_bm25_requeries_with_the_bridge():
   docs = [
     "ada was born in rika",  # 0: hop 1 of the question
-    "rika is a city in zolia",  # 1: hop 2, reachable only through the bridge "rika"
+    # 1: hop 2, reachable only through the bridge "rika"
+    "rika is a city in zolia",
     "ada works at acme",  # 2: shares "ada" with the question
     "bo was born in tul",  # 3: shares "was born" with the question
   ]
   bridge = ["rika", "zolia", "acme", "tul"]
   q = ["where was ada born"]
-  # The question alone never reaches document 1 (no shared word): top-2 is 0, then 3.
-  np.testing.assert_array_equal(L.question_as_query_retrieve(q, docs, hops=2), [[0, 3]])
+  # The question alone never reaches document 1 (no shared word): top-2 is 0,
+  # then 3.
+  np.testing.assert_array_equal(
+    L.question_as_query_retrieve(q, docs, hops=2), [[0, 3]]
+  )
   # Re-query with the bridge alone: "rika" is in documents 0 and 1; 0 is taken.
   r = L.iterative_bm25_retrieve(q, docs, bridge, hops=2, keep_question=False)
   np.testing.assert_array_equal(r, [[0, 1]])
-  # Question + bridge (hand BM25, N = 4, avgdl = 5, every df = 2, idf = ln 2): document 3 scores
-  # 2 ln2 (was, born at dl 5), 2 scores 2.5 / 2.275 ln2 (ada), 1 scores 2.5 / 2.725 ln2 (rika).
+  # Question + bridge (hand BM25, N = 4, avgdl = 5, every df = 2, idf = ln 2):
+  # document 3 scores 2 ln2 (was, born at dl 5), 2 scores 2.5 / 2.275 ln2 (ada),
+  # 1 scores 2.5 / 2.725 ln2 (rika).
   r = L.iterative_bm25_retrieve(q, docs, bridge, hops=3, keep_question=True)
   np.testing.assert_array_equal(r[:, :2], [[0, 3]])
-  assert r[0, 2] == 2  # hop 3 re-queries with document 3's bridge "tul": only ada's words
+  # hop 3 re-queries with document 3's bridge "tul": only ada's words
+  assert r[0, 2] == 2
   s = L.bm25_scores(["where was ada born rika"], docs)[0]
-  np.testing.assert_allclose(s[1:], np.log(2) * np.array([2.5 / 2.725, 2.5 / 2.275, 2.0]))
+  np.testing.assert_allclose(
+    s[1:], np.log(2) * np.array([2.5 / 2.725, 2.5 / 2.275, 2.0])
+  )
 
 
 def test_gold_prefixes_enumerate_every_prefix_with_its_next_document():
@@ -118,7 +140,16 @@ def test_gold_prefixes_enumerate_every_prefix_with_its_next_document():
     (1, 2, (1, 4), 0),
     (1, 3, (1, 4, 0), -1),
   ]
-  assert [r["sufficient"] for r in rows] == [False, True, False, False, False, True]
+  assert [r["sufficient"] for r in rows] == [
+    False,
+    True,
+    False,
+    False,
+    False,
+    True,
+  ]
   assert [r["hops"] for r in rows] == [1, 1, 3, 3, 3, 3]
-  np.testing.assert_array_equal(rows[4]["in_context"], [False, True, False, False, True])
+  np.testing.assert_array_equal(
+    rows[4]["in_context"], [False, True, False, False, True]
+  )
   assert not rows[2]["in_context"].any()

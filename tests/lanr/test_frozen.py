@@ -20,7 +20,8 @@ def test_cosine_scores_match_numpy_and_zero_rows():
 
 def test_whitening_matches_numpy_pca_and_gives_identity_covariance():
   rng = np.random.default_rng(1)
-  x = rng.normal(size=(400, 5)) @ rng.normal(size=(5, 5)) + 3.0  # correlated, shifted
+  # correlated, shifted
+  x = rng.normal(size=(400, 5)) @ rng.normal(size=(5, 5)) + 3.0
   st = L.fit_whitening(x, dim=3)
   c = np.cov(x.T, bias=True)
   lam, u = np.linalg.eigh(c)
@@ -41,9 +42,10 @@ def test_whitening_matches_numpy_pca_and_gives_identity_covariance():
 
 
 def test_whitened_cosine_ignores_a_dominant_direction():
-  # Opposite offsets and a large-variance nuisance feature drown the raw cosine of matching
-  # pairs (1 in 40 found) and still dominate after centring; a shared whitening (each side
-  # centred by its own mean) scales the nuisance down to one unit-variance direction of eight.
+  # Opposite offsets and a large-variance nuisance feature drown the raw cosine
+  # of matching pairs (1 in 40 found) and still dominate after centring; a
+  # shared whitening (each side centred by its own mean) scales the nuisance
+  # down to one unit-variance direction of eight.
   rng = np.random.default_rng(2)
   base = rng.normal(size=(40, 8))
   q = base + 0.1 * rng.normal(size=(40, 8))
@@ -56,12 +58,15 @@ def test_whitened_cosine_ignores_a_dominant_direction():
   white = L.cosine_scores(L.whiten(st, qc), L.whiten(st, dc))
   assert hit(white) >= 0.75
   assert hit(L.cosine_scores(qc, dc)) < 0.4 and hit(L.cosine_scores(q, d)) < 0.1
-  with pytest.raises(TypeError, match="stats must be the dict of fit_whitening"):
+  with pytest.raises(
+    TypeError, match=("stats must be the dict of fit_whitening")
+  ):
     L.whiten({"w": np.eye(8)}, q)
 
 
 def test_frozen_scorers_match_numpy_whitened_cosine():
-  """Each side centred by its own mean, one PCA whitening of both, cosine: float64 NumPy."""
+  """Each side centred by its own mean, one PCA whitening of both, cosine:
+  float64 NumPy."""
   rng = np.random.default_rng(3)
   zt = rng.normal(size=(30, 6)) @ rng.normal(size=(6, 6)) + 2.0
   h = rng.normal(size=(9, 6)) - 1.0
@@ -71,9 +76,12 @@ def test_frozen_scorers_match_numpy_whitened_cosine():
   lam, u = np.linalg.eigh(np.cov(x.T, bias=True))
   w = u[:, ::-1][:, :4] / np.sqrt(lam[::-1][:4])
   unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)
-  want = unit((z - zt.mean(0)) @ w) @ unit((h - h.mean(0)) @ w).T  # signs of W cancel
+  # signs of W cancel
+  want = unit((z - zt.mean(0)) @ w) @ unit((h - h.mean(0)) @ w).T
   got = np.asarray(s["whitened_cosine"](z.astype(np.float32)), np.float64)
   np.testing.assert_allclose(got, want, atol=2e-4)
   np.testing.assert_allclose(
-    np.asarray(s["untrained_cosine"](z.astype(np.float32))), unit(z) @ unit(h).T, atol=1e-5
+    np.asarray(s["untrained_cosine"](z.astype(np.float32))),
+    unit(z) @ unit(h).T,
+    atol=1e-5,
   )

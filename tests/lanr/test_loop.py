@@ -1,4 +1,5 @@
-"""The jitted multi-hop loop against a step-by-step numpy reference, on a tiny random LM."""
+"""The jitted multi-hop loop against a step-by-step numpy reference, on a tiny
+random LM."""
 
 import jax
 import jax.numpy as jnp
@@ -26,9 +27,13 @@ FN = L.lm_hidden_fn(CFG)
 RNG = np.random.default_rng(0)
 N, LD, B, LQ = 9, 4, 8, 5
 DOC_LEN = RNG.integers(1, LD + 1, N).astype(np.int32)
-DOCS = np.where(np.arange(LD) < DOC_LEN[:, None], RNG.integers(4, 40, (N, LD)), 0).astype(np.int32)
+DOCS = np.where(
+  np.arange(LD) < DOC_LEN[:, None], RNG.integers(4, 40, (N, LD)), 0
+).astype(np.int32)
 Q_LEN = RNG.integers(2, LQ + 1, B).astype(np.int32)
-Q = np.where(np.arange(LQ) < Q_LEN[:, None], RNG.integers(4, 40, (B, LQ)), 0).astype(np.int32)
+Q = np.where(
+  np.arange(LQ) < Q_LEN[:, None], RNG.integers(4, 40, (B, LQ)), 0
+).astype(np.int32)
 ANS = RNG.integers(4, 40, (B, 2)).astype(np.int32)
 A_LEN = np.array([2, 1, 2, 0, 2, 1, 2, 2], np.int32)
 PRED = np.array([2], np.int32)
@@ -37,29 +42,48 @@ CTL = L.init_control_head(jax.random.key(2), 16, width=8)
 
 
 def _direct(seq, width=32):
-  """Residual entering the last layer and logits of one sequence, via lm.forward.
+  """Residual entering the last layer and logits of one sequence, via
+  lm.forward.
 
-  The sequence is right-padded to a fixed width with a mask (one compilation); causal attention
-  keeps the real positions independent of the padding.
+  The sequence is right-padded to a fixed width with a mask (one compilation);
+  causal attention keeps the real positions independent of the padding.
   """
   x = np.zeros((1, width), np.int32)
   x[0, : len(seq)] = seq
   m = np.arange(width)[None] < len(seq)
-  logits, _, cap = lm.forward(PARAMS, x, config=CFG, mask=m, capture=lm.Capture(residual=True))
+  logits, _, cap = lm.forward(
+    PARAMS, x, config=CFG, mask=m, capture=lm.Capture(residual=True)
+  )
   n = len(seq)
-  return np.asarray(cap["residual"][0, -1, :n], np.float64), np.asarray(logits[0, :n], np.float64)
+  return np.asarray(cap["residual"][0, -1, :n], np.float64), np.asarray(
+    logits[0, :n], np.float64
+  )
 
 
 @pytest.fixture(scope="module")
 def doc_h():
-  return np.asarray(L.encode_documents(FN, PARAMS, DOCS, DOC_LEN, np.array([3]), batch_size=4))
+  return np.asarray(
+    L.encode_documents(FN, PARAMS, DOCS, DOC_LEN, np.array([3]), batch_size=4)
+  )
 
 
 @pytest.fixture(scope="module")
 def trace(doc_h):
   emb = L.doc_embedding(HEADS, doc_h)
   return L.multihop_retrieve(
-    FN, PARAMS, HEADS, None, Q, Q_LEN, emb, DOCS, DOC_LEN, PRED, ANS, A_LEN, t_max=3
+    FN,
+    PARAMS,
+    HEADS,
+    None,
+    Q,
+    Q_LEN,
+    emb,
+    DOCS,
+    DOC_LEN,
+    PRED,
+    ANS,
+    A_LEN,
+    t_max=3,
   )
 
 
@@ -72,7 +96,10 @@ def test_encode_documents_reads_the_marker_state(doc_h):
 def test_append_tokens_matches_numpy():
   buf = np.zeros((2, 8), np.int32)
   out, n = L.append_tokens(
-    jnp.asarray(buf), jnp.array([1, 3]), jnp.array([[5, 6, 7], [8, 9, 1]]), jnp.array([2, 3])
+    jnp.asarray(buf),
+    jnp.array([1, 3]),
+    jnp.array([[5, 6, 7], [8, 9, 1]]),
+    jnp.array([2, 3]),
   )
   np.testing.assert_array_equal(n, [3, 6])
   np.testing.assert_array_equal(np.asarray(out)[0, :3], [0, 5, 6])
@@ -97,15 +124,24 @@ def _np_reference(doc_h, control, tau, t_max=3):
       pr /= pr.sum(-1, keepdims=True)
       ent = -(pr * np.log(pr)).sum(-1)
       hs.append(ent[: len(ans)].mean() if ans else 0.0)
-      cs.append(bool(ans) and all(np.argmax(lg[i]) == a for i, a in enumerate(ans)))
+      cs.append(
+        bool(ans) and all(np.argmax(lg[i]) == a for i, a in enumerate(ans))
+      )
       s = (
         0.0
         if control is None
-        else float(jax.nn.sigmoid(L.control_logits(control, jnp.asarray(z[None], jnp.float32)))[0])
+        else float(
+          jax.nn.sigmoid(
+            L.control_logits(control, jnp.asarray(z[None], jnp.float32))
+          )[0]
+        )
       )
       active = active and s <= tau and t < t_max
       if active:
-        e_q = np.asarray(L.query_embedding(HEADS, jnp.asarray(z[None], jnp.float32)), np.float64)[0]
+        e_q = np.asarray(
+          L.query_embedding(HEADS, jnp.asarray(z[None], jnp.float32)),
+          np.float64,
+        )[0]
         sc = e_d @ e_q
         sc[got] = -np.inf
         d = int(np.argmax(sc))
@@ -122,7 +158,8 @@ def test_multihop_retrieve_matches_step_by_step_reference(doc_h, trace):
   ref = _np_reference(doc_h, None, 0.5)
   np.testing.assert_array_equal(trace.doc_ids, ref["docs"])
   np.testing.assert_array_equal(trace.n_calls, 3)
-  assert all(len(set(d)) == 3 for d in ref["docs"])  # never the same document twice
+  # never the same document twice
+  assert all(len(set(d)) == 3 for d in ref["docs"])
   np.testing.assert_allclose(trace.h_answer, ref["h"], atol=1e-4)
   np.testing.assert_array_equal(trace.correct, ref["correct"])
 
@@ -133,7 +170,20 @@ def test_control_stops_like_the_reference_and_like_stop_hops(doc_h, trace):
   emb = L.doc_embedding(HEADS, doc_h)
   with count_traces() as traces:
     tr = L.multihop_retrieve(
-      FN, PARAMS, HEADS, CTL, Q, Q_LEN, emb, DOCS, DOC_LEN, PRED, ANS, A_LEN, t_max=3, tau_stop=tau
+      FN,
+      PARAMS,
+      HEADS,
+      CTL,
+      Q,
+      Q_LEN,
+      emb,
+      DOCS,
+      DOC_LEN,
+      PRED,
+      ANS,
+      A_LEN,
+      t_max=3,
+      tau_stop=tau,
     )
     L.multihop_retrieve(
       FN,
@@ -151,13 +201,17 @@ def test_control_stops_like_the_reference_and_like_stop_hops(doc_h, trace):
       t_max=3,
       tau_stop=tau,
     )
-  assert traces["_multihop"] <= 1  # new data (and other hop counts) do not recompile
+  # new data (and other hop counts) do not recompile
+  assert traces["_multihop"] <= 1
   ref = _np_reference(doc_h, CTL, tau)
   np.testing.assert_array_equal(tr.n_calls, ref["calls"])
-  assert 0 < np.asarray(tr.n_calls).min() < 3 or np.asarray(tr.n_calls).min() == 0
+  assert (
+    0 < np.asarray(tr.n_calls).min() < 3 or np.asarray(tr.n_calls).min() == 0
+  )
   assert len(set(np.asarray(tr.n_calls).tolist())) > 1
   np.testing.assert_array_equal(tr.doc_ids, ref["docs"])
-  # the post-hoc rule on the control-free trace gives the same calls and final statistics
+  # the post-hoc rule on the control-free trace gives the same calls and final
+  # statistics
   n = L.stop_hops(jnp.asarray(probs), tau)
   np.testing.assert_array_equal(n, tr.n_calls)
   np.testing.assert_allclose(
@@ -168,15 +222,23 @@ def test_control_stops_like_the_reference_and_like_stop_hops(doc_h, trace):
 
 def test_stop_hops_and_at_hop_closed_form():
   p = jnp.array(
-    [[0.9, 0.1, 0.1, 0.1], [0.1, 0.2, 0.7, 0.9], [0.1, 0.1, 0.1, 0.9], [0.5, 0.6, 0, 0]]
+    [
+      [0.9, 0.1, 0.1, 0.1],
+      [0.1, 0.2, 0.7, 0.9],
+      [0.1, 0.1, 0.1, 0.9],
+      [0.5, 0.6, 0, 0],
+    ]
   )
-  np.testing.assert_array_equal(L.stop_hops(p, 0.5), [0, 2, 3, 1])  # s = tau does not stop
+  # s = tau does not stop
+  np.testing.assert_array_equal(L.stop_hops(p, 0.5), [0, 2, 3, 1])
   x = jnp.arange(8.0).reshape(2, 4)
   np.testing.assert_array_equal(L.at_hop(x, jnp.array([3, 1])), [3.0, 5.0])
 
 
 def test_sharded_batch_equals_single_device(doc_h, trace):
-  mesh = jax.make_mesh((8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+  mesh = jax.make_mesh(
+    (8,), ("data",), axis_types=(jax.sharding.AxisType.Auto,)
+  )
   sh = NamedSharding(mesh, P("data"))
   put = lambda x: jax.device_put(jnp.asarray(x), sh)
   emb = L.doc_embedding(HEADS, doc_h)
@@ -204,23 +266,32 @@ def test_prefix_fn_equals_reading_the_prefix_in_the_context():
   ids = np.array([[9, 10, 11, 0, 0], [12, 13, 14, 15, 16]], np.int32)
   mask = np.arange(5)[None] < np.array([3, 5])[:, None]
   pos = np.array([[0, 2], [1, 4]], np.int32)
-  h, lg = L.lm_prefix_fn(CFG)(L.prefill_prefix(CFG, PARAMS, prefix), ids, mask, pos)
+  h, lg = L.lm_prefix_fn(CFG)(
+    L.prefill_prefix(CFG, PARAMS, prefix), ids, mask, pos
+  )
   full = np.concatenate([np.broadcast_to(prefix, (2, 4)), ids], 1)
   m2 = np.concatenate([np.ones((2, 4), bool), mask], 1)
   h2, lg2 = FN(PARAMS, full, m2, pos + 4)
-  np.testing.assert_allclose(np.asarray(h), np.asarray(h2), rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(np.asarray(lg), np.asarray(lg2), rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(
+    np.asarray(h), np.asarray(h2), rtol=1e-4, atol=1e-4
+  )
+  np.testing.assert_allclose(
+    np.asarray(lg), np.asarray(lg2), rtol=1e-4, atol=1e-4
+  )
   # A prefix that is read must change the states (the cache is attended to).
   h3, _ = FN(PARAMS, ids, mask, pos)
   assert np.abs(np.asarray(h3) - np.asarray(h)).max() > 1e-3
 
 
 def test_read_contexts_equals_one_read_per_row():
-  """Batched, padded reads (a short last batch) equal each row read alone at its own width."""
+  """Batched, padded reads (a short last batch) equal each row read alone at its
+  own width."""
   ctxs = [RNG.integers(4, 40, n).tolist() for n in (3, 5, 2, 4, 1)]
   answers = [RNG.integers(4, 40, n).tolist() for n in (1, 2, 2, 1, 2)]
   got = L.read_contexts(FN, PARAMS, ctxs, answers, PRED, width=12, batch_size=2)
-  assert set(got) == {"z", "h_answer", "h_pred", "correct", "logp"} and got["z"].shape == (5, 16)
+  assert set(got) == {"z", "h_answer", "h_pred", "correct", "logp"} and got[
+    "z"
+  ].shape == (5, 16)
   for i, (c, a) in enumerate(zip(ctxs, answers)):
     one = L.read_context(
       FN,
@@ -232,15 +303,20 @@ def test_read_contexts_equals_one_read_per_row():
       np.asarray([len(a)], np.int32),
     )
     for k, v in one.items():
-      np.testing.assert_allclose(got[k][i], np.asarray(v)[0], rtol=2e-5, atol=2e-5)
+      np.testing.assert_allclose(
+        got[k][i], np.asarray(v)[0], rtol=2e-5, atol=2e-5
+      )
   with pytest.raises(ValueError, match="cannot hold a context"):
     L.read_contexts(FN, PARAMS, ctxs, answers, PRED, width=6, batch_size=2)
 
 
 def test_greedy_retrieve_takes_the_best_unretrieved_document():
-  """A reader whose state is the count of documents read and a score table per count: the loop
-  must take, per hop, the best document not yet retrieved (ties: the lower id)."""
-  table = np.array([[0.1, 0.9, 0.9, 0.2], [0.0, 5.0, 1.0, 3.0], [7.0, 7.0, 0.0, 1.0]])
+  """A reader whose state is the count of documents read and a score table per
+  count: the loop must take, per hop, the best document not yet retrieved (ties:
+  the lower id)."""
+  table = np.array(
+    [[0.1, 0.9, 0.9, 0.2], [0.0, 5.0, 1.0, 3.0], [7.0, 7.0, 0.0, 1.0]]
+  )
   calls = []
 
   def read(docs):
@@ -250,7 +326,8 @@ def test_greedy_retrieve_takes_the_best_unretrieved_document():
 
   score = lambda z: jnp.asarray(table)[z[:, 0].astype(int)]
   out = L.greedy_retrieve(read, score, 2, 3)
-  np.testing.assert_array_equal(out["doc_ids"], [[1, 3, 0]] * 2)  # hop 2: 0 beats the read 1
+  # hop 2: 0 beats the read 1
+  np.testing.assert_array_equal(out["doc_ids"], [[1, 3, 0]] * 2)
   assert out["z"].shape == (2, 4, 1) and out["logp"].shape == (2, 4)
   assert calls[-1] == [[1, 3, 0]] * 2
   short = L.greedy_retrieve(read, score, 2, 3, final=False)

@@ -17,7 +17,9 @@ def _np_info_nce(eq, ed, pos, tau, cand):
     if not pos[b].any():
       continue
     c = cand[b] | pos[b]
-    out.append(np.log(np.exp(s[b][c]).sum()) - np.log(np.exp(s[b][pos[b]]).sum()))
+    out.append(
+      np.log(np.exp(s[b][c]).sum()) - np.log(np.exp(s[b][pos[b]]).sum())
+    )
   return np.mean(out) if out else 0.0
 
 
@@ -30,12 +32,23 @@ def test_info_nce_matches_numpy_multi_positive_with_candidates():
   cand = RNG.random((5, 7)) < 0.6
   cand[1, 2] = False  # a positive is always a candidate
   got = L.info_nce(
-    jnp.asarray(eq, jnp.float32), jnp.asarray(ed, jnp.float32), pos, tau=0.3, cand_mask=cand
+    jnp.asarray(eq, jnp.float32),
+    jnp.asarray(ed, jnp.float32),
+    pos,
+    tau=0.3,
+    cand_mask=cand,
   )
-  np.testing.assert_allclose(got, _np_info_nce(eq, ed, pos, 0.3, cand), rtol=1e-5)
-  # without a candidate mask every document competes; the temperature divides the scores
-  got = L.info_nce(jnp.asarray(eq, jnp.float32), jnp.asarray(ed, jnp.float32), pos, tau=0.05)
-  np.testing.assert_allclose(got, _np_info_nce(eq, ed, pos, 0.05, np.ones_like(pos)), rtol=1e-5)
+  np.testing.assert_allclose(
+    got, _np_info_nce(eq, ed, pos, 0.3, cand), rtol=1e-5
+  )
+  # without a candidate mask every document competes; the temperature divides
+  # the scores
+  got = L.info_nce(
+    jnp.asarray(eq, jnp.float32), jnp.asarray(ed, jnp.float32), pos, tau=0.05
+  )
+  np.testing.assert_allclose(
+    got, _np_info_nce(eq, ed, pos, 0.05, np.ones_like(pos)), rtol=1e-5
+  )
 
 
 def test_info_nce_prefers_the_positive_and_is_zero_without_positives():
@@ -55,11 +68,16 @@ def test_answer_entropy_matches_numpy():
   h = -(p * np.log(p)).sum(-1)
   want = [h[0, :2].mean(), h[1].mean(), 0.0]
   np.testing.assert_allclose(
-    L.answer_entropy(jnp.asarray(lg, jnp.float32), m), want, rtol=1e-5, atol=1e-6
+    L.answer_entropy(jnp.asarray(lg, jnp.float32), m),
+    want,
+    rtol=1e-5,
+    atol=1e-6,
   )
   # uniform logits: log V
   np.testing.assert_allclose(
-    L.answer_entropy(np.zeros((1, 1, 6), np.float32), np.ones((1, 1), bool)), [np.log(6)], rtol=1e-6
+    L.answer_entropy(np.zeros((1, 1, 6), np.float32), np.ones((1, 1), bool)),
+    [np.log(6)],
+    rtol=1e-6,
   )
 
 
@@ -78,14 +96,18 @@ def test_control_loss_matches_numpy_bce():
   np.testing.assert_allclose(
     L.control_loss(jnp.asarray(lg, jnp.float32), y, v), bce[v].mean(), rtol=1e-5
   )
-  np.testing.assert_allclose(L.control_loss(jnp.asarray(lg, jnp.float32), y), bce.mean(), rtol=1e-5)
+  np.testing.assert_allclose(
+    L.control_loss(jnp.asarray(lg, jnp.float32), y), bce.mean(), rtol=1e-5
+  )
 
 
 def test_auroc_matches_pair_counting_with_ties():
   s = np.array([0.1, 0.4, 0.4, 0.8, 0.3, 0.4])
   y = np.array([0, 1, 0, 1, 0, 1])
   pairs = [(a, b) for a in np.flatnonzero(y) for b in np.flatnonzero(1 - y)]
-  want = np.mean([1.0 if s[a] > s[b] else 0.5 if s[a] == s[b] else 0.0 for a, b in pairs])
+  want = np.mean(
+    [1.0 if s[a] > s[b] else 0.5 if s[a] == s[b] else 0.0 for a, b in pairs]
+  )
   np.testing.assert_allclose(L.auroc(s.astype(np.float32), y), want, rtol=1e-6)
   assert float(L.auroc(-s.astype(np.float32), y)) == pytest.approx(1 - want)
   assert np.isnan(L.auroc(s.astype(np.float32), np.ones(6)))
@@ -93,7 +115,9 @@ def test_auroc_matches_pair_counting_with_ties():
 
 def _np_std(x):
   x = np.asarray(x, np.float64)
-  return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-6)
+  return (x - x.mean(-1, keepdims=True)) / np.sqrt(
+    x.var(-1, keepdims=True) + 1e-6
+  )
 
 
 def test_heads_match_numpy():
@@ -103,13 +127,21 @@ def test_heads_match_numpy():
   z = RNG.normal(size=(4, H)) * 10 + 3  # scale and shift do not matter after LN
   e = _np_std(z) @ np.asarray(heads["p_q"], np.float64)
   e /= np.linalg.norm(e, axis=1, keepdims=True)
-  np.testing.assert_allclose(L.query_embedding(heads, jnp.asarray(z, jnp.float32)), e, atol=1e-5)
+  np.testing.assert_allclose(
+    L.query_embedding(heads, jnp.asarray(z, jnp.float32)), e, atol=1e-5
+  )
   e = _np_std(z) @ np.asarray(heads["p_d"], np.float64)
   e /= np.linalg.norm(e, axis=1, keepdims=True)
-  np.testing.assert_allclose(L.doc_embedding(heads, jnp.asarray(z, jnp.float32)), e, atol=1e-5)
-  w1, b1, w2, b2 = (np.asarray(ctl[k], np.float64) for k in ("w1", "b1", "w2", "b2"))
+  np.testing.assert_allclose(
+    L.doc_embedding(heads, jnp.asarray(z, jnp.float32)), e, atol=1e-5
+  )
+  w1, b1, w2, b2 = (
+    np.asarray(ctl[k], np.float64) for k in ("w1", "b1", "w2", "b2")
+  )
   want = np.maximum(_np_std(z) @ w1 + b1, 0) @ w2 + b2
-  np.testing.assert_allclose(L.control_logits(ctl, jnp.asarray(z, jnp.float32)), want, atol=1e-4)
+  np.testing.assert_allclose(
+    L.control_logits(ctl, jnp.asarray(z, jnp.float32)), want, atol=1e-4
+  )
   assert not np.allclose(heads["p_q"], heads["p_d"])  # two separate projections
 
 
@@ -117,7 +149,10 @@ def test_lanr_loss_matches_numpy_and_control_does_not_move_the_query():
   H, N, B = 6, 5, 4
   heads = L.init_retrieval_heads(jax.random.key(2), H, rep_dim=3)
   ctl = L.init_control_head(jax.random.key(3), H, width=4)
-  z, dh = RNG.normal(size=(B, H)).astype(np.float32), RNG.normal(size=(N, H)).astype(np.float32)
+  z, dh = (
+    RNG.normal(size=(B, H)).astype(np.float32),
+    RNG.normal(size=(N, H)).astype(np.float32),
+  )
   nxt = np.array([0, 3, -1, 2], np.int32)
   inc = np.zeros((B, N), bool)
   inc[1, 0] = inc[3, [0, 1]] = True
@@ -135,5 +170,8 @@ def test_lanr_loss_matches_numpy_and_control_does_not_move_the_query():
   np.testing.assert_allclose(aux["ret"], ret, rtol=1e-4)
   np.testing.assert_allclose(aux["ctl"], ctl_l, rtol=1e-4)
   np.testing.assert_allclose(loss, ret + 0.5 * ctl_l, rtol=1e-4)
-  g = jax.grad(lambda b: L.lanr_loss(heads, ctl, dict(batch, z=b), cfg=cfg)[1]["ctl"])(z)
-  np.testing.assert_array_equal(g, 0.0)  # control_stopgrad: L_ctl sends no gradient into z
+  g = jax.grad(
+    lambda b: L.lanr_loss(heads, ctl, dict(batch, z=b), cfg=cfg)[1]["ctl"]
+  )(z)
+  # control_stopgrad: L_ctl sends no gradient into z
+  np.testing.assert_array_equal(g, 0.0)

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.leansearch``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.leansearch``: malformed calls, eagerly and
+under jit."""
 
 import jax
 import numpy as np
@@ -15,15 +16,21 @@ BAD_ALIAS = np.array([[[1, -3]], [[7, 4]]], I32)
 Q = np.eye(3, 4, dtype=np.float32)
 D = np.eye(5, 4, dtype=np.float32)
 HOST = "host-side (text, files or Python control flow)"
-DECL = L.Declaration("a", "M.a", "Lemma", "Lemma a : True", "", "M", (), "", "M.v", 0)
+DECL = L.Declaration(
+  "a", "M.a", "Lemma", "Lemma a : True", "", "M", (), "", "M.v", 0
+)
 
 
 def _enc():
-  return L.DualEncoder(n_buckets=16, dim=4, hidden=4, rngs=__import__("flax").nnx.Rngs(0))
+  return L.DualEncoder(
+    n_buckets=16, dim=4, hidden=4, rngs=__import__("flax").nnx.Rngs(0)
+  )
 
 
 def _ret():
-  return L.TwoStageRetriever(embed_fn=lambda t: D[: len(t)], doc_emb=D, doc_text=["x"] * 5, k=2)
+  return L.TwoStageRetriever(
+    embed_fn=lambda t: D[: len(t)], doc_emb=D, doc_text=["x"] * 5, k=2
+  )
 
 
 def _loop(**kw):
@@ -33,7 +40,11 @@ def _loop(**kw):
 
 CASES = [
   Case(
-    "ndcg_single", L.ndcg_single, (np.array([1, -2], I32), 10), match="positions must", jit="nan"
+    "ndcg_single",
+    L.ndcg_single,
+    (np.array([1, -2], I32), 10),
+    match=("positions must"),
+    jit=("nan"),
   ),
   Case(
     "ndcg_single",
@@ -43,9 +54,18 @@ CASES = [
     match="positions must have a integer",
     id="ndcg-float",
   ),
-  Case("ndcg_single", L.ndcg_single, (np.array([1], I32), 0), match="k must be >= 1", id="ndcg-k"),
   Case(
-    "recall_single", L.recall_single, (np.array([[1]], I32), 5), match="positions must have rank 1"
+    "ndcg_single",
+    L.ndcg_single,
+    (np.array([1], I32), 0),
+    match=("k must be >= 1"),
+    id=("ndcg-k"),
+  ),
+  Case(
+    "recall_single",
+    L.recall_single,
+    (np.array([[1]], I32), 5),
+    match=("positions must have rank 1"),
   ),
   Case(
     "recall_single",
@@ -114,7 +134,13 @@ CASES = [
     id="fusion-topk",
   ),
   Case("dense_topk", L.dense_topk, (Q, D[:, :3], 2), match="must share d"),
-  Case("dense_topk", L.dense_topk, (Q, D, 6), match="m must be <= 5", id="dense-m"),
+  Case(
+    "dense_topk",
+    L.dense_topk,
+    (Q, D, 6),
+    match="m must be <= 5",
+    id=("dense-m"),
+  ),
   Case(
     "dense_topk",
     L.dense_topk,
@@ -123,8 +149,16 @@ CASES = [
     match="valid must have shape",
     id="dense-valid",
   ),
-  Case("info_nce", L.info_nce, (Q, D[:3]), {"tau": 0.0}, match="tau must be > 0"),
-  Case("info_nce", L.info_nce, (Q, D[:2]), match="d_pos must have shape", id="info_nce-shape"),
+  Case(
+    "info_nce", L.info_nce, (Q, D[:3]), {"tau": 0.0}, match=("tau must be > 0")
+  ),
+  Case(
+    "info_nce",
+    L.info_nce,
+    (Q, D[:2]),
+    match="d_pos must have shape",
+    id=("info_nce-shape"),
+  ),
   Case(
     "DualEncoder",
     lambda ids: _enc()(ids),
@@ -191,11 +225,18 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
-    "BM25Index", L.BM25Index, ([],), match="texts must be a non-empty", jit=None, jit_reason=HOST
+    "BM25Index",
+    L.BM25Index,
+    ([],),
+    match="texts must be a non-empty",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "bm25_reranker",
-    lambda: L.bm25_reranker(L.BM25Index(["a b", "c d"]))("zz", np.array([5]), []),
+    lambda: L.bm25_reranker(L.BM25Index(["a b", "c d"]))(
+      "zz", np.array([5]), []
+    ),
     error=IndexError,
     match="index 5",
     jit=None,
@@ -259,7 +300,14 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("StableTopJudge", L.StableTopJudge, (0,), match="k must be >= 1", jit=None, jit_reason=HOST),
+  Case(
+    "StableTopJudge",
+    L.StableTopJudge,
+    (0,),
+    match="k must be >= 1",
+    jit=None,
+    jit_reason=HOST,
+  ),
   Case(
     "split_statement",
     L.split_statement,
@@ -446,7 +494,9 @@ EXEMPT = {
   "Declaration": "a frozen dataclass record",
   "PremiseQuery": "a frozen dataclass record",
   "ReasoningTrace": "a frozen dataclass record",
-  "identifiers": "total on str (a regex scan); a non-str raises Python's TypeError",
+  "identifiers": (
+    "total on str (a regex scan); a non-str raises Python's TypeError"
+  ),
   "split_identifier": "total on str (a regex scan)",
   "tokenize": "total on str (a regex scan)",
   "informal_name": "reads two str fields of a Declaration",
@@ -463,7 +513,7 @@ def test_covers_public_api():
   assert_covers(L, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_query_without_groups_scores_zero_recall_and_is_covered():
@@ -484,7 +534,9 @@ def test_k_beyond_list_length_uses_the_whole_list():
   assert float(L.premise_group_recall(RET, ALIAS, MASK, 50)[1]) == 1.0
 
 
-@pytest.mark.parametrize("text", ["", "(* only a comment *)", "Lemma unterminated : True"])
+@pytest.mark.parametrize(
+  "text", ["", "(* only a comment *)", "Lemma unterminated : True"]
+)
 def test_parser_degenerate_sources(text):
   d = L.parse_coq_source(text)
   assert len(d) == (1 if text.startswith("Lemma") else 0)

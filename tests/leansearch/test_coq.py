@@ -1,4 +1,5 @@
-"""The Coq parser, premise ground truth and the informalisation proxy on files written here."""
+"""The Coq parser, premise ground truth and the informalisation proxy on files
+written here."""
 
 import logging
 import pathlib
@@ -48,7 +49,9 @@ def decls(tmp_path_factory):
   root = tmp_path_factory.mktemp("coq") / "theories"
   (root / "Sub").mkdir(parents=True)
   (root / "Sub" / "A.v").write_text(SRC)
-  (root / "B.v").write_text("(** B doc here. *)\nLemma base : True.\nProof. trivial. Qed.\n")
+  (root / "B.v").write_text(
+    "(** B doc here. *)\nLemma base : True.\nProof. trivial. Qed.\n"
+  )
   return L.parse_coq_tree(root)
 
 
@@ -63,7 +66,10 @@ def test_parser_names_kinds_docs_and_nesting(decls):
     "Coq.Sub.A.after",
   ]
   first = by["Coq.Sub.A.base"]
-  assert first.kind == "Lemma" and first.statement == "Lemma base : forall n : nat, n = n"
+  assert (
+    first.kind == "Lemma"
+    and first.statement == "Lemma base : forall n : nat, n = n"
+  )
   assert first.doc == "Docs of the first lemma: spread over two lines."
   assert first.proof == "Proof . intros n . reflexivity"
   inner = by["Coq.Sub.A.Outer.inner"]
@@ -87,7 +93,9 @@ def test_premise_groups_aliases_and_leakage(decls):
   assert qs["inner"].groups == ((idx["Coq.B.base"], idx["Coq.Sub.A.base"]),)
   assert "after" not in qs  # 'exact I': I is not a corpus name
   assert set(qs) == {"inner", "uses_both"}
-  assert "uses_both" not in {decls[q.decl].name for q in L.premise_queries(decls, min_premises=4)}
+  assert "uses_both" not in {
+    decls[q.decl].name for q in L.premise_queries(decls, min_premises=4)
+  }
 
 
 def test_dependency_levels_dag_and_cycle():
@@ -101,21 +109,32 @@ def test_informalisation_hierarchical_vs_flat(decls):
   hier = L.informalize_proxy(decls, hierarchical=True)
   i = next(i for i, d in enumerate(decls) if d.name == "inner")
   assert flat[i] == "Inner lemma, two sections deep."
-  # A Prop's dependencies are its type references only: 'base' is used in the proof, not in
-  # the statement, so the hierarchical text adds nothing.
+  # A Prop's dependencies are its type references only: 'base' is used in the
+  # proof, not in the statement, so the hierarchical text adds nothing.
   assert hier[i] == flat[i]
   j = next(i for i, d in enumerate(decls) if d.name == "uses_both")
-  # 'Inner.twice' in the statement resolves to the same file's definition; without a doc
-  # comment its head is its informal name (name words + file words).
+  # 'Inner.twice' in the statement resolves to the same file's definition;
+  # without a doc comment its head is its informal name (name words + file
+  # words).
   assert flat[j] == "" and hier[j] == "Uses: twice a"
   no_own = L.informalize_proxy(decls, own_doc=False)
   assert not no_own[i].startswith("Inner lemma")
-  assert L.split_identifier("Nat.add_succ_rLemma") == ["nat", "add", "succ", "r", "lemma"]
-  assert "Coq.Sub.A.base" in L.doc_text(decls[1], "x") and "base sub a" not in L.doc_text(decls[1])
+  assert L.split_identifier("Nat.add_succ_rLemma") == [
+    "nat",
+    "add",
+    "succ",
+    "r",
+    "lemma",
+  ]
+  assert "Coq.Sub.A.base" in L.doc_text(
+    decls[1], "x"
+  ) and "base sub a" not in L.doc_text(decls[1])
 
 
 def test_statement_split():
-  hyps, concl = L.split_statement("Lemma f (n : nat) : forall m, n <= m -> (m -> n) -> S n <= S m")
+  hyps, concl = L.split_statement(
+    "Lemma f (n : nat) : forall m, n <= m -> (m -> n) -> S n <= S m"
+  )
   assert hyps == ["n <= m", "(m -> n)"] and concl == "S n <= S m"
   assert np.array_equal(L.split_statement("Lemma t : True")[1], "True")
 
@@ -129,24 +148,35 @@ def test_pack_premise_groups_pads_and_truncates_aliases():
   assert alias.dtype == np.int32 and mask.dtype == bool
   np.testing.assert_array_equal(alias, [[[1, 2], [4, -1]], [[0, -1], [-1, -1]]])
   np.testing.assert_array_equal(mask, [[True, True], [True, False]])
-  # A = the longest group when it is shorter than max_aliases; the arrays feed the metrics.
+  # A = the longest group when it is shorter than max_aliases; the arrays feed
+  # the metrics.
   alias, mask = L.pack_premise_groups(qs)
   assert alias.shape == (2, 2, 3)
   retrieved = np.array([[3, 9], [7, 8]], np.int32)
-  np.testing.assert_allclose(L.premise_group_recall(retrieved, alias, mask, 2), [0.5, 0.0])
+  np.testing.assert_allclose(
+    L.premise_group_recall(retrieved, alias, mask, 2), [0.5, 0.0]
+  )
 
 
-def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(tmp_path, monkeypatch, caplog):
-  """load_coq_stdlib's parse, cached under cache_dir through core's file cache: the second load
-  reads it (no parse), a cut-off cache is named in a warning and parsed again."""
+def test_the_parse_cache_is_read_back_and_a_corrupt_one_parsed_again(
+  tmp_path, monkeypatch, caplog
+):
+  """load_coq_stdlib's parse, cached under cache_dir through core's file cache:
+  the second load reads it (no parse), a cut-off cache is named in a warning and
+  parsed again."""
   from jaxpapers.leansearch import _coq
 
-  fixture = pathlib.Path(__file__).resolve().parents[2] / "experiments/leansearch/fixture"
+  fixture = (
+    pathlib.Path(__file__).resolve().parents[2]
+    / "experiments/leansearch/fixture"
+  )
   monkeypatch.setattr(_coq, "fetch_coq_stdlib", lambda cache_dir: fixture)
   decls = L.load_coq_stdlib(tmp_path)
   assert decls == L.parse_coq_tree(fixture) and decls  # sections stay tuples
   real_parse = _coq.parse_coq_tree
-  monkeypatch.setattr(_coq, "parse_coq_tree", lambda *a, **k: pytest.fail("parsed again"))
+  monkeypatch.setattr(
+    _coq, "parse_coq_tree", lambda *a, **k: pytest.fail("parsed again")
+  )
   assert L.load_coq_stdlib(tmp_path) == decls
   cache = tmp_path / "decls_all.json"
   cache.write_bytes(cache.read_bytes()[:-100])

@@ -1,4 +1,5 @@
-"""The smoke experiment end to end (with resume), the claim inputs, and the notebook."""
+"""The smoke experiment end to end (with resume), the claim inputs, and the
+notebook."""
 
 import json
 
@@ -28,29 +29,44 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   )
   d = metrics["derived"]
   assert d["best_baseline"] in evaluate.COMPARED
-  assert {c["claim_id"] for c in rec["claims"]} == {c["id"] for c in default.CLAIMS}
+  assert {c["claim_id"] for c in rec["claims"]} == {
+    c["id"] for c in default.CLAIMS
+  }
   # Every stage and ablation sits in the reasoning claim's table.
-  claim = next(c for c in rec["claims"] if c["claim_id"].startswith("reasoning"))
+  claim = next(
+    c for c in rec["claims"] if c["claim_id"].startswith("reasoning")
+  )
   assert len(claim["baselines"]) == len(evaluate.COMPARED)
   assert all(v is not None for v in claim["baselines"].values())
   # The derived block is recomputed from the per-query values the results keep.
   assert evaluate.rejudge_metrics(metrics, rec["config"]) == d
   # Resume: a rerun reads every split back instead of training again.
   monkeypatch.setattr(
-    train.L, "train_dual_encoder", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+    train.L,
+    "train_dual_encoder",
+    lambda *a, **k: (_ for _ in ()).throw(AssertionError),
   )
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["derived"] == metrics["derived"]
 
 
 def _cell(h_std, f_std, prem):
-  single = lambda v: {s: {"ndcg": v, "recall": v} for s in evaluate.SINGLE_SYSTEMS}
+  single = lambda v: {
+    s: {"ndcg": v, "recall": v} for s in evaluate.SINGLE_SYSTEMS
+  }
   zeros = [0.0] * len(prem["reasoning"])
-  full = {s: zeros for s in (*evaluate.COMPARED, "reasoning") if not s.endswith("_flat")}
+  full = {
+    s: zeros
+    for s in (*evaluate.COMPARED, "reasoning")
+    if not s.endswith("_flat")
+  }
   full.update(prem)
   flat = {s: {"recall": zeros} for s in ("dense", "standard")}
   return {
-    "hier": {"single": single(h_std), "premise": {k: {"recall": v} for k, v in full.items()}},
+    "hier": {
+      "single": single(h_std),
+      "premise": {k: {"recall": v} for k, v in full.items()},
+    },
     "flat": {"single": single(f_std), "premise": flat},
   }
 
@@ -69,15 +85,25 @@ def test_derived_metrics_pair_per_query_and_pick_the_best_baseline():
   c2 = _cell(
     [0.0],
     [0.5],
-    {"reasoning": [0.0], "standard": [0.5], "bm25_statements": [1.0], "frequency": [0.0]},
+    {
+      "reasoning": [0.0],
+      "standard": [0.5],
+      "bm25_statements": [1.0],
+      "frequency": [0.0],
+    },
   )
   d = evaluate.derived_metrics([c1, c2])
   diffs = np.array([0.5, 0.0, -0.5])
   assert d["hier_gain_ndcg10"] == pytest.approx(0.0)
-  assert d["hier_gain_ndcg10_ci"] == pytest.approx(1.96 * diffs.std(ddof=1) / np.sqrt(3))
-  # bm25 has the best mean (2/3 > 1/2 > 0): reasoning - bm25 per query = [0, 0.5, -1].
+  assert d["hier_gain_ndcg10_ci"] == pytest.approx(
+    1.96 * diffs.std(ddof=1) / np.sqrt(3)
+  )
+  # bm25 has the best mean (2/3 > 1/2 > 0): reasoning - bm25 per query =
+  # [0, 0.5, -1].
   assert d["best_baseline"] == "bm25_statements"
-  assert d["reasoning_gain_recall10"] == pytest.approx(np.mean([0.0, 0.5, -1.0]))
+  assert d["reasoning_gain_recall10"] == pytest.approx(
+    np.mean([0.0, 0.5, -1.0])
+  )
   assert d["n_single_queries"] == 3
 
 

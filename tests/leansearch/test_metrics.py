@@ -1,4 +1,5 @@
-"""Metrics and fusion against float64 transcriptions of the reference's definitions."""
+"""Metrics and fusion against float64 transcriptions of the reference's
+definitions."""
 
 import math
 
@@ -9,7 +10,8 @@ import jaxpapers.leansearch as L
 
 
 def _ref_score_one(retrieved, groups, k):
-  """The reference's per-query group recall and Covered@k, over names (float64)."""
+  """The reference's per-query group recall and Covered@k, over names
+  (float64)."""
   seen = set(retrieved[:k])
   orig = [g for g in groups if g["kind"] == "original"]
   alt = [g for g in groups if g["kind"] == "alternative"]
@@ -45,7 +47,9 @@ def test_single_query_hand_cases():
 
 def test_target_positions_first_occurrence_and_miss():
   ret = np.array([[4, 2, 9], [1, 1, 3], [7, 8, 5]], np.int32)
-  np.testing.assert_array_equal(L.target_positions(ret, np.array([9, 1, 0])), [3, 1, 0])
+  np.testing.assert_array_equal(
+    L.target_positions(ret, np.array([9, 1, 0])), [3, 1, 0]
+  )
 
 
 @pytest.mark.parametrize("k", [1, 2, 5])
@@ -56,7 +60,12 @@ def test_group_recall_and_covered_match_reference_random(k):
     gs = []
     for _ in range(rng.integers(0, 5)):
       docs = list(rng.choice(12, size=rng.integers(1, 4), replace=False))
-      gs.append({"kind": "alternative" if rng.random() < 0.3 else "original", "docs": docs})
+      gs.append(
+        {
+          "kind": "alternative" if rng.random() < 0.3 else "original",
+          "docs": docs,
+        }
+      )
     groups_per_query.append(gs)
     rets.append(rng.permutation(12)[:6])
   alias, mask, alt = _pack(groups_per_query)
@@ -70,10 +79,10 @@ def test_group_recall_and_covered_match_reference_random(k):
 
 
 def test_covered_conventions():
-  # Query 0: no original groups and an unhit alternative -> covered (reference convention).
-  # Query 1: no groups at all -> covered, recall 0.
-  # Query 2: one original hit, one missed, the alternative missed -> not covered.
-  # Query 3: original missed but every alternative hit -> covered.
+  # Query 0: no original groups and an unhit alternative -> covered (reference
+  # convention). Query 1: no groups at all -> covered, recall 0. Query 2: one
+  # original hit, one missed, the alternative missed -> not covered. Query 3:
+  # original missed but every alternative hit -> covered.
   gq = [
     [{"kind": "alternative", "docs": [7]}],
     [],
@@ -82,19 +91,29 @@ def test_covered_conventions():
       {"kind": "original", "docs": [8]},
       {"kind": "alternative", "docs": [6]},
     ],
-    [{"kind": "original", "docs": [9]}, {"kind": "alternative", "docs": [3, 1]}],
+    [
+      {"kind": "original", "docs": [9]},
+      {"kind": "alternative", "docs": [3, 1]},
+    ],
   ]
   alias, mask, alt = _pack(gq)
   ret = np.tile(np.array([1, 2, 3, 4], np.int32), (4, 1))
-  np.testing.assert_array_equal(L.covered_at_k(ret, alias, mask, alt, 4), [1, 1, 0, 1])
-  np.testing.assert_allclose(L.premise_group_recall(ret, alias, mask, 4), [0, 0, 1 / 3, 0.5])
+  np.testing.assert_array_equal(
+    L.covered_at_k(ret, alias, mask, alt, 4), [1, 1, 0, 1]
+  )
+  np.testing.assert_allclose(
+    L.premise_group_recall(ret, alias, mask, 4), [0, 0, 1 / 3, 0.5]
+  )
 
 
 def test_group_hit_through_any_alias_counts_once():
   alias = np.array([[[5, 6, -1], [7, -1, -1]]], np.int32)
   mask = np.ones((1, 2), bool)
-  ret = np.array([[6, 5, 1]], np.int32)  # both aliases of group 0: still one group hit
-  assert float(L.premise_group_recall(ret, alias, mask, 3)[0]) == pytest.approx(0.5)
+  # both aliases of group 0: still one group hit
+  ret = np.array([[6, 5, 1]], np.int32)
+  assert float(L.premise_group_recall(ret, alias, mask, 3)[0]) == pytest.approx(
+    0.5
+  )
   # Padding -1 in alias never matches padding -1 in retrieved.
   ret = np.array([[-1, -1, -1]], np.int32)
   assert float(L.premise_group_recall(ret, alias, mask, 3)[0]) == 0.0
@@ -115,7 +134,9 @@ def _ref_fusion(lists, n_docs, top_k):
 
 def test_discounted_fusion_matches_reference_and_has_no_duplicates():
   rng = np.random.default_rng(0)
-  lists = np.stack([rng.choice(30, 8, replace=False) for _ in range(6)]).astype(np.int32)
+  lists = np.stack([rng.choice(30, 8, replace=False) for _ in range(6)]).astype(
+    np.int32
+  )
   lists[2, 5:] = -1
   ids, sc = L.discounted_fusion(lists, lists >= 0, 30, 12)
   want_ids, want_sc = _ref_fusion(lists.tolist(), 30, 12)
@@ -124,12 +145,16 @@ def test_discounted_fusion_matches_reference_and_has_no_duplicates():
   ids, _ = L.discounted_fusion(lists, lists >= 0, 30, 30)
   ids = np.asarray(ids)
   real = ids[ids >= 0]
-  assert len(set(real.tolist())) == len(real) == len(set(lists[lists >= 0].tolist()))
+  assert (
+    len(set(real.tolist())) == len(real) == len(set(lists[lists >= 0].tolist()))
+  )
   assert (ids[len(real) :] == -1).all()
 
 
 def test_fusion_rank_discount_is_log2_i_plus_2():
   # One list [a, b]: a gets 1/log2(2) = 1, b gets 1/log2(3).
-  ids, sc = L.discounted_fusion(np.array([[3, 1]], np.int32), np.ones((1, 2), bool), 5, 2)
+  ids, sc = L.discounted_fusion(
+    np.array([[3, 1]], np.int32), np.ones((1, 2), bool), 5, 2
+  )
   np.testing.assert_array_equal(ids, [3, 1])
   np.testing.assert_allclose(sc, [1.0, 1 / math.log2(3)], rtol=1e-6)

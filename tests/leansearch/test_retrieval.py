@@ -1,4 +1,5 @@
-"""Dense top-k, the two-stage retriever, the reasoning loop, the encoders and the LM reranker."""
+"""Dense top-k, the two-stage retriever, the reasoning loop, the encoders and
+the LM reranker."""
 
 import jax
 import jax.numpy as jnp
@@ -16,9 +17,9 @@ def _unit(x):
 @pytest.fixture(scope="module")
 def emb():
   rng = np.random.default_rng(0)
-  return _unit(rng.normal(size=(11, 8))).astype(np.float32), _unit(rng.normal(size=(60, 8))).astype(
-    np.float32
-  )
+  return _unit(rng.normal(size=(11, 8))).astype(np.float32), _unit(
+    rng.normal(size=(60, 8))
+  ).astype(np.float32)
 
 
 def test_dense_topk_matches_float64_and_respects_valid(emb):
@@ -28,18 +29,23 @@ def test_dense_topk_matches_float64_and_respects_valid(emb):
   ref = np.where(valid, q.astype(np.float64) @ d.T.astype(np.float64), -np.inf)
   want = np.argsort(-ref, axis=1, kind="stable")[:, :7]
   np.testing.assert_array_equal(np.asarray(i), want)
-  np.testing.assert_allclose(np.asarray(s), np.take_along_axis(ref, want, 1), rtol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(s), np.take_along_axis(ref, want, 1), rtol=1e-5
+  )
   assert valid[np.arange(11)[:, None], np.asarray(i)].all()
 
 
 def test_dense_topk_without_valid_matches_float64_and_an_all_true_mask(emb):
-  """No mask (the path that skips the select): the top 7 of every document, best first."""
+  """No mask (the path that skips the select): the top 7 of every document, best
+  first."""
   q, d = emb
   s, i = L.dense_topk(q, d, 7)
   ref = q.astype(np.float64) @ d.T.astype(np.float64)
   want = np.argsort(-ref, axis=1, kind="stable")[:, :7]
   np.testing.assert_array_equal(np.asarray(i), want)
-  np.testing.assert_allclose(np.asarray(s), np.take_along_axis(ref, want, 1), rtol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(s), np.take_along_axis(ref, want, 1), rtol=1e-5
+  )
   s1, i1 = L.dense_topk(q, d, 7, valid=np.ones((11, 60), bool))
   np.testing.assert_array_equal(np.asarray(i1), np.asarray(i))
   np.testing.assert_array_equal(np.asarray(s1), np.asarray(s))
@@ -49,7 +55,8 @@ def test_dense_topk_sharded_equals_single_device(emb):
   q, d = emb
   mesh = jax.make_mesh((jax.device_count(),), ("data",))
   s1, i1 = L.dense_topk(q, d, 5)
-  s2, i2 = L.dense_topk(q, d, 5, mesh=mesh)  # 11 queries padded to the device count
+  # 11 queries padded to the device count
+  s2, i2 = L.dense_topk(q, d, 5, mesh=mesh)
   np.testing.assert_array_equal(np.asarray(i1), np.asarray(i2))
   np.testing.assert_allclose(np.asarray(s1), np.asarray(s2), rtol=1e-6)
   valid = np.random.default_rng(2).random((11, 60)) < 0.5
@@ -82,8 +89,11 @@ def test_rerank_of_a_perfect_ranking_leaves_it_unchanged(emb):
   assert ids0[0, 0] == 3 and ids0[1, 0] == 17
   # A constant reranker ties everywhere: ties fall back to the stage-1 cosine.
   const = lambda q, ids, texts: np.zeros(len(ids))
-  np.testing.assert_array_equal(_retriever(d, const).search(["q 3", "q 17"])[0], ids0)
-  # A reranker preferring the highest id reorders the M = max(2k, 50) candidates.
+  np.testing.assert_array_equal(
+    _retriever(d, const).search(["q 3", "q 17"])[0], ids0
+  )
+  # A reranker preferring the highest id reorders the M = max(2k, 50)
+  # candidates.
   hi = lambda q, ids, texts: np.asarray(ids, float)
   ids2, _ = _retriever(d, hi).search(["q 3"])
   cand = np.asarray(L.dense_topk(d[[3]], d, 50)[1])[0]
@@ -92,7 +102,9 @@ def test_rerank_of_a_perfect_ranking_leaves_it_unchanged(emb):
 
 def test_bm25_index_and_fallback(emb):
   _, d = emb
-  texts = ["add comm nat", "mul comm nat", "app nil list"] + [f"filler {j}" for j in range(57)]
+  texts = ["add comm nat", "mul comm nat", "app nil list"] + [
+    f"filler {j}" for j in range(57)
+  ]
   bm = L.BM25Index(texts)
   ids, sc = bm.search(["comm nat"], 2)
   assert set(ids[0]) == {0, 1} and (sc[0] > 0).all()
@@ -103,10 +115,12 @@ def test_bm25_index_and_fallback(emb):
     doc_text=texts,
     k=2,
     fallback=bm,
-    min_cosine=1.0 - 1e-3,  # only an exact match passes: the cosine path for doc 0
+    # only an exact match passes: the cosine path for doc 0
+    min_cosine=1.0 - 1e-3,
   )
   ids, _ = r.search(["app nil list"])
-  assert ids[0, 0] == 0  # cosine of d[0] with itself is 1 -> dense path, not the fallback
+  # cosine of d[0] with itself is 1 -> dense path, not the fallback
+  assert ids[0, 0] == 0
   r2 = L.TwoStageRetriever(
     embed_fn=lambda qs: -np.tile(d[:1], (len(qs), 1)),
     doc_emb=d,
@@ -119,7 +133,8 @@ def test_bm25_index_and_fallback(emb):
 
 
 def _loop_parts(n_docs=40):
-  """A planner echoing round numbers, a retriever returning fixed lists, keep-all filter."""
+  """A planner echoing round numbers, a retriever returning fixed lists,
+  keep-all filter."""
   rng = np.random.default_rng(0)
   table = {}
 
@@ -143,7 +158,14 @@ def test_loop_terminates_no_duplicates_fixed_length_and_valid():
   planner, retriever, keep = _loop_parts()
   never = lambda s, f, h: (False, "bad")
   it = L.IterativeRetrieval(
-    planner, retriever, keep, never, n_docs=40, big_loop=3, search_top_k=6, output_top_k=25
+    planner,
+    retriever,
+    keep,
+    never,
+    n_docs=40,
+    big_loop=3,
+    search_top_k=6,
+    output_top_k=25,
   )
   valid = np.ones(40, bool)
   valid[:10] = False
@@ -166,10 +188,18 @@ def test_loop_stops_on_good_judge_and_pads_rounds():
   judge = L.StableTopJudge(k=5)
   same_planner = lambda s, inf, h: [s]
   it = L.IterativeRetrieval(
-    same_planner, retriever, keep, judge, n_docs=40, big_loop=3, search_top_k=6, output_top_k=8
+    same_planner,
+    retriever,
+    keep,
+    judge,
+    n_docs=40,
+    big_loop=3,
+    search_top_k=6,
+    output_top_k=8,
   )
   tr = it.run("goal")
-  assert tr.rounds == 2 and tr.judged_good  # round 2 repeats round 1: top set stable
+  # round 2 repeats round 1: top set stable
+  assert tr.rounds == 2 and tr.judged_good
   np.testing.assert_array_equal(tr.round_ids[2], tr.ids)
   np.testing.assert_array_equal(tr.round_ids[3], tr.ids)
 
@@ -184,12 +214,20 @@ def test_proxy_planner_filter():
     "le (S n) (S n)",
     "le add S",
   ]
-  q2 = pl("ignored", "", [{"queries": q1, "fused": np.array([3, 1, 0]), "reason": ""}])
+  q2 = pl(
+    "ignored",
+    "",
+    [{"queries": q1, "fused": np.array([3, 1, 0]), "reason": ("")}],
+  )
   assert q2 == [*q1, "s3", "s1"]
   flt = L.ProxyFilter(
-    [frozenset({"add"}), frozenset(), frozenset({"mul"})], names=names, keep_top=1
+    [frozenset({"add"}), frozenset(), frozenset({"mul"})],
+    names=names,
+    keep_top=1,
   )
-  keep = flt("Lemma y : add 1 1 = 2", ["q"], np.array([[1, 0, 2, -1]]), np.zeros((1, 4)))
+  keep = flt(
+    "Lemma y : add 1 1 = 2", ["q"], np.array([[1, 0, 2, -1]]), np.zeros((1, 4))
+  )
   np.testing.assert_array_equal(keep, [[True, True, False, False]])
 
 
@@ -198,8 +236,12 @@ def test_info_nce_matches_float64():
   q, p, n = (_unit(rng.normal(size=s)) for s in [(4, 3), (4, 3), (2, 3)])
   c = np.concatenate([p, n])
   logits = q @ c.T / 0.1
-  want = -np.mean(np.diag(logits - np.log(np.exp(logits).sum(1, keepdims=True))))
-  got = L.info_nce(q.astype(np.float32), p.astype(np.float32), n.astype(np.float32), tau=0.1)
+  want = -np.mean(
+    np.diag(logits - np.log(np.exp(logits).sum(1, keepdims=True)))
+  )
+  got = L.info_nce(
+    q.astype(np.float32), p.astype(np.float32), n.astype(np.float32), tau=0.1
+  )
   assert float(got) == pytest.approx(want, rel=1e-5)
 
 
@@ -210,7 +252,14 @@ def test_dual_encoder_learns_pairs():
   di = L.hash_features(texts_d, n_buckets=1024, length=16)
   assert qi.shape == (32, 16) and qi.min() >= 0 and qi.max() < 1024
   model, losses = L.train_dual_encoder(
-    jax.random.key(0), qi, di, steps=60, batch=16, n_buckets=1024, dim=16, hidden=32
+    jax.random.key(0),
+    qi,
+    di,
+    steps=60,
+    batch=16,
+    n_buckets=1024,
+    dim=16,
+    hidden=32,
   )
   assert losses[-10:].mean() < 0.5 * losses[:5].mean()
   e = L.dual_encoder_embedder(model, length=16)
@@ -223,11 +272,19 @@ def test_dual_encoder_learns_pairs():
 @pytest.fixture(scope="module")
 def tiny_lm():
   cfg = lm.LMConfig(
-    vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=8, ffn_dim=48
+    vocab_size=64,
+    d_model=32,
+    n_layers=2,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=8,
+    ffn_dim=48,
   )
   rng = np.random.default_rng(0)
   params = {
-    n: jnp.asarray(np.ones(sh) if "norm" in n else 0.3 * rng.normal(size=sh), jnp.float32)
+    n: jnp.asarray(
+      np.ones(sh) if "norm" in n else 0.3 * rng.normal(size=sh), jnp.float32
+    )
     for n, sh in lm.param_shapes(cfg).items()
   }
 
@@ -244,21 +301,30 @@ def tiny_lm():
 def test_lm_yes_no_shared_prefix_equals_full_prompts(tiny_lm):
   cfg, params, tok = tiny_lm
   docs = ["short", "a longer document text", "mid size"]
-  got = L.lm_yes_no_scores(params, cfg, tok, "the query", docs, instruction="Judge.")
+  got = L.lm_yes_no_scores(
+    params, cfg, tok, "the query", docs, instruction=("Judge.")
+  )
   full = [
     tok.encode("Judge.\nQuery: the query\nDocument:")
     + tok.encode(f" {d}\nRelevant (yes or no):", add_bos=False)
     for d in docs
   ]
-  ids, mask = lm.left_pad(full)  # independent path: whole prompts, no cache, one batch
-  logits, _, _ = lm.forward(params, ids, config=cfg, mask=mask, logits_at="last")
+  # independent path: whole prompts, no cache, one batch
+  ids, mask = lm.left_pad(full)
+  logits, _, _ = lm.forward(
+    params, ids, config=cfg, mask=mask, logits_at=("last")
+  )
   z = np.asarray(logits, np.float64)[:, [1, 2]]
   want = np.exp(z[:, 0]) / np.exp(z).sum(1)
   np.testing.assert_allclose(got, want, rtol=1e-4)
 
 
 def test_e5_embedder_ranks_its_own_passage_first():
-  q = L.e5_embedder(query=True)(["commutativity of addition", "reversing a list"])
-  p = L.e5_embedder(query=False)(["addition is commutative: n + m = m + n", "rev (rev l) = l"])
+  q = L.e5_embedder(query=True)(
+    ["commutativity of addition", "reversing a list"]
+  )
+  p = L.e5_embedder(query=False)(
+    ["addition is commutative: n + m = m + n", "rev (rev l) = l"]
+  )
   assert q.shape == (2, 384)
   assert np.argmax(q @ p.T, axis=1).tolist() == [0, 1]

@@ -1,4 +1,5 @@
-"""Float64 NumPy reference for Gemma-3 GGUF files, independent of `jaxpapers.lm`.
+"""Float64 NumPy reference for Gemma-3 GGUF files, independent of
+`jaxpapers.lm`.
 
 Reads the file with `gguf.GGUFReader`, dequantises with `gguf.quants.dequantize`
 and takes the hyperparameters from the metadata, plus llama.cpp's fixed
@@ -18,7 +19,8 @@ def _field(reader, key, default=None):
 
 
 class GemmaRef:
-  """Hyperparameters, dequantised weights and a float64 forward of one Gemma-3 GGUF file."""
+  """Hyperparameters, dequantised weights and a float64 forward of one Gemma-3
+  GGUF file."""
 
   def __init__(self, path):
     r = gguf.GGUFReader(str(path))
@@ -39,7 +41,9 @@ class GemmaRef:
     self.w = {}
     for t in r.tensors:
       a32 = gguf.quants.dequantize(t.data, t.tensor_type)
-      self.w[t.name] = np.asarray(a32, np.float32).reshape(tuple(int(s) for s in t.shape[::-1]))
+      self.w[t.name] = np.asarray(a32, np.float32).reshape(
+        tuple(int(s) for s in t.shape[::-1])
+      )
 
   def _t(self, name):
     return self.w[name].astype(np.float64)
@@ -57,7 +61,8 @@ class GemmaRef:
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
 
   def forward(self, tokens, window=None):
-    """(logits [T, V], head outputs z [L, T, H, dh], residual entering each layer [L, T, d])."""
+    """(logits [T, V], head outputs z [L, T, H, dh], residual entering each
+    layer [L, T, d])."""
     window = self.window if window is None else window
     tokens = np.asarray(tokens)
     T, dh = len(tokens), self.dh
@@ -84,14 +89,24 @@ class GemmaRef:
         e = np.exp(s - s.max(-1, keepdims=True))
         z[:, hh] = (e / e.sum(-1, keepdims=True)) @ v[:, g * dh : (g + 1) * dh]
       zs.append(z)
-      x = x + self._rms(z.reshape(T, -1) @ p("attn_output").T, p("post_attention_norm"))
+      x = x + self._rms(
+        z.reshape(T, -1) @ p("attn_output").T, p("post_attention_norm")
+      )
       h = self._rms(x, p("ffn_norm"))
       gt = h @ p("ffn_gate").T
-      act = 0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt**3)))
-      x = x + self._rms((act * (h @ p("ffn_up").T)) @ p("ffn_down").T, p("post_ffw_norm"))
+      act = (
+        0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt**3)))
+      )
+      x = x + self._rms(
+        (act * (h @ p("ffn_up").T)) @ p("ffn_down").T, p("post_ffw_norm")
+      )
     h = self._rms(x, self._t("output_norm.weight"))
     logits = np.concatenate(
-      [h @ emb[i : i + 32768].astype(np.float64).T for i in range(0, emb.shape[0], 32768)], axis=1
+      [
+        h @ emb[i : i + 32768].astype(np.float64).T
+        for i in range(0, emb.shape[0], 32768)
+      ],
+      axis=1,
     )
     if self.softcap:
       logits = self.softcap * np.tanh(logits / self.softcap)
@@ -99,7 +114,8 @@ class GemmaRef:
 
 
 def greedy(ref: GemmaRef, tokens, steps: int) -> tuple[list[int], list[float]]:
-  """Greedy continuation by repeated full forwards: (new tokens, top-1 minus top-2 logit)."""
+  """Greedy continuation by repeated full forwards: (new tokens, top-1 minus
+  top-2 logit)."""
   tokens, out, margins = list(tokens), [], []
   for _ in range(steps):
     last = ref.forward(tokens)[0][-1]
@@ -111,18 +127,21 @@ def greedy(ref: GemmaRef, tokens, steps: int) -> tuple[list[int], list[float]]:
 
 
 def spm_encode(text, tokens, scores, types, *, bos_id=None):
-  """llama.cpp's SentencePiece tokenization (control/user-defined pieces cut out first).
+  """llama.cpp's SentencePiece tokenization (control/user-defined pieces cut out
+  first).
 
-  Pieces of type 3 (control) and 4 (user-defined) are matched leftmost-longest in
-  the raw text; in every other fragment spaces become '▁', and, from single
+  Pieces of type 3 (control) and 4 (user-defined) are matched leftmost-longest
+  in the raw text; in every other fragment spaces become '▁', and, from single
   characters, the adjacent pair whose concatenation is a vocabulary piece with
-  the highest score (leftmost on ties) is merged until none is left; a
-  character outside the vocabulary becomes its UTF-8 byte pieces <0xXX>.
+  the highest score (leftmost on ties) is merged until none is left; a character
+  outside the vocabulary becomes its UTF-8 byte pieces <0xXX>.
   """
   vocab = {}
   for i, t in enumerate(tokens):
     vocab.setdefault(t, i)
-  specials = sorted({t for t, ty in zip(tokens, types) if ty in (3, 4)}, key=len, reverse=True)
+  specials = sorted(
+    {t for t, ty in zip(tokens, types) if ty in (3, 4)}, key=len, reverse=True
+  )
   out = [] if bos_id is None else [bos_id]
   frag, i = "", 0
   while i < len(text):

@@ -1,4 +1,5 @@
-"""Float64 NumPy reference decoder in the Hugging Face layout (rotate-half RoPE).
+"""Float64 NumPy reference decoder in the Hugging Face layout (rotate-half
+RoPE).
 
 Written independently of `jaxpapers.lm._model`: weights are per-layer [out, in]
 matrices as in PyTorch checkpoints, heads are sliced out explicitly and GQA is
@@ -41,7 +42,9 @@ def hf_weights_from_params(params, config, *, unpermute=False):
         lay[k] = p[k][l]
     layers.append(lay)
   unemb = p["embed"] if config.tie_embeddings else p["unembed"]
-  return dict(embed=p["embed"], layers=layers, final_norm=p["final_norm"], unembed=unemb)
+  return dict(
+    embed=p["embed"], layers=layers, final_norm=p["final_norm"], unembed=unemb
+  )
 
 
 def _rms(x, g, eps):
@@ -71,7 +74,8 @@ def np_forward(w, config, tokens):
   for l, lay in enumerate(w["layers"]):
     is_global_base = flags[l] or cfg.rope_base_local is None
     base = cfg.rope_base if is_global_base else cfg.rope_base_local
-    rpos = pos / cfg.rope_scale if is_global_base else pos  # linear RoPE scaling
+    # linear RoPE scaling
+    rpos = pos / cfg.rope_scale if is_global_base else pos
     h = _rms(x, lay["attn_norm"], cfg.norm_eps)
     q, k, v = h @ lay["q"].T, h @ lay["k"].T, h @ lay["v"].T
     out = np.zeros((T, H * dh))
@@ -83,7 +87,10 @@ def np_forward(w, config, tokens):
         v[:, g * dh : (g + 1) * dh],
       )
       if cfg.qk_norm:
-        qh, kh = _rms(qh, lay["q_norm"], cfg.norm_eps), _rms(kh, lay["k_norm"], cfg.norm_eps)
+        qh, kh = (
+          _rms(qh, lay["q_norm"], cfg.norm_eps),
+          _rms(kh, lay["k_norm"], cfg.norm_eps),
+        )
       qh, kh = _rope_half(qh, rpos, base), _rope_half(kh, rpos, base)
       s = qh @ kh.T * cfg.scale
       allowed = np.tril(np.ones((T, T), bool))
@@ -102,7 +109,9 @@ def np_forward(w, config, tokens):
     if cfg.act == "silu":
       act = gt / (1 + np.exp(-gt))
     else:
-      act = 0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt**3)))
+      act = (
+        0.5 * gt * (1 + np.tanh(np.sqrt(2 / np.pi) * (gt + 0.044715 * gt**3)))
+      )
     m = (act * (h @ lay["up"].T)) @ lay["down"].T
     if cfg.post_norms:
       m = _rms(m, lay["post_ffn_norm"], cfg.norm_eps)

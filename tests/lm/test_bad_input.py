@@ -1,7 +1,8 @@
-"""Bad-input battery for jaxpapers.lm (eager and under jax.jit), plus degenerate inputs.
+"""Bad-input battery for jaxpapers.lm (eager and under jax.jit), plus degenerate
+inputs.
 
-Uses a tiny random model (no weights are loaded) and a tiny GGUF file written here with the
-``gguf`` package, truncated at several points.
+Uses a tiny random model (no weights are loaded) and a tiny GGUF file written
+here with the ``gguf`` package, truncated at several points.
 """
 
 import json
@@ -18,7 +19,13 @@ from jaxpapers import lm
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
 CFG = lm.LMConfig(
-  vocab_size=11, d_model=8, n_layers=1, n_heads=2, n_kv_heads=1, head_dim=4, ffn_dim=16
+  vocab_size=11,
+  d_model=8,
+  n_layers=1,
+  n_heads=2,
+  n_kv_heads=1,
+  head_dim=4,
+  ffn_dim=16,
 )
 PARAMS = lm.init_params(jax.random.key(0), CFG)
 PROMPT = np.array([[1, 2, 3], [4, 5, 6]], np.int32)
@@ -50,8 +57,11 @@ def _truncated(n: int) -> pathlib.Path:
 
 
 def _truncated_safetensors() -> pathlib.Path:
-  """A safetensors file whose one tensor (16 float32 = 64 bytes) lost its last 8 bytes."""
-  h = json.dumps({"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}).encode()
+  """A safetensors file whose one tensor (16 float32 = 64 bytes) lost its last 8
+  bytes."""
+  h = json.dumps(
+    {"w": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}
+  ).encode()
   path = _TMP / "cut.safetensors"
   path.write_bytes(struct.pack("<Q", len(h)) + h + bytes(56))
   return path
@@ -71,22 +81,30 @@ def _escaping_index(shard: str) -> pathlib.Path:
     vocab_size=16,
   )
   (d / "config.json").write_text(json.dumps(cfg))
-  (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard}}))
+  (d / "model.safetensors.index.json").write_text(
+    json.dumps({"weight_map": {"w": shard}})
+  )
   return d
 
 
 def _all_invalid(out):
-  assert np.all(np.asarray(out.tokens) == -1) and np.all(np.asarray(out.num_steps) == 0), out
+  assert np.all(np.asarray(out.tokens) == -1) and np.all(
+    np.asarray(out.num_steps) == 0
+  ), out
 
 
 def _row_invalid(bad: int):
-  """Row ``bad`` generated nothing; the other row equals the eager run on a valid prompt."""
+  """Row ``bad`` generated nothing; the other row equals the eager run on a
+  valid prompt."""
 
   def check(out):
     toks = np.asarray(out.tokens)
     assert np.all(toks[bad] == -1) and int(out.num_steps[bad]) == 0, toks
-    ref = lm.generate(PARAMS, PROMPT, config=CFG, max_new_tokens=2)  # compiled once
-    np.testing.assert_array_equal(toks[1 - bad], np.asarray(ref.tokens)[1 - bad])
+    # compiled once
+    ref = lm.generate(PARAMS, PROMPT, config=CFG, max_new_tokens=2)
+    np.testing.assert_array_equal(
+      toks[1 - bad], np.asarray(ref.tokens)[1 - bad]
+    )
 
   return check
 
@@ -232,7 +250,11 @@ CASES = [
   Case(
     "lm.forward",
     lambda t: lm.forward(
-      PARAMS, t, config=CFG, attention="blockwise", capture=lm.Capture(attn="all")
+      PARAMS,
+      t,
+      config=CFG,
+      attention="blockwise",
+      capture=lm.Capture(attn=("all")),
     )[0],
     (PROMPT,),
     match=r"attention='blockwise' cannot capture every attention row",
@@ -240,7 +262,9 @@ CASES = [
   ),
   Case(
     "lm.forward",
-    lambda t: lm.forward(PARAMS, t, config=CFG, capture=lm.Capture(attn="rows"))[0],
+    lambda t: lm.forward(
+      PARAMS, t, config=CFG, capture=lm.Capture(attn="rows")
+    )[0],
     (PROMPT,),
     match=r"Capture\(attn='rows'\) needs attn_rows",
     id="forward-rows-without-attn-rows",
@@ -248,7 +272,11 @@ CASES = [
   Case(
     "lm.forward",
     lambda t: lm.forward(
-      PARAMS, t, config=CFG, capture=lm.Capture(attn="rows"), attn_rows=np.zeros((3, 1), int)
+      PARAMS,
+      t,
+      config=CFG,
+      capture=lm.Capture(attn="rows"),
+      attn_rows=np.zeros((3, 1), int),
     )[0],
     (PROMPT,),
     match=r"attn_rows must be int \[B=2, R >= 1\]",
@@ -257,7 +285,12 @@ CASES = [
   Case(
     "lm.blockwise_attention",
     lambda q, k: lm.blockwise_attention(
-      q, k, k, np.zeros((1, 3), int), np.zeros((1, 5), int), np.ones((1, 5), bool)
+      q,
+      k,
+      k,
+      np.zeros((1, 3), int),
+      np.zeros((1, 5), int),
+      np.ones((1, 5), bool),
     ),
     (np.zeros((1, 3, 3, 4), np.float32), np.zeros((1, 5, 2, 4), np.float32)),
     match=r"q's heads H=3 must be a multiple of k's KV heads 2",
@@ -266,7 +299,12 @@ CASES = [
   Case(
     "lm.blockwise_attention",
     lambda q, k: lm.blockwise_attention(
-      q, k, k, np.zeros((1, 3), int), np.zeros((1, 4), int), np.ones((1, 4), bool)
+      q,
+      k,
+      k,
+      np.zeros((1, 3), int),
+      np.zeros((1, 4), int),
+      np.ones((1, 4), bool),
     ),
     (np.zeros((1, 3, 2, 4), np.float32), np.zeros((1, 5, 2, 4), np.float32)),
     match=r"key_pos must have shape",
@@ -275,7 +313,13 @@ CASES = [
   Case(
     "lm.blockwise_attention",
     lambda q, k: lm.blockwise_attention(
-      q, k, k, np.zeros((1, 3), int), np.zeros((1, 5), int), np.ones((1, 5), bool), block_size=0
+      q,
+      k,
+      k,
+      np.zeros((1, 3), int),
+      np.zeros((1, 5), int),
+      np.ones((1, 5), bool),
+      block_size=0,
     ),
     (np.zeros((1, 3, 2, 4), np.float32), np.zeros((1, 5, 2, 4), np.float32)),
     match=r"block_size must be >= 1",
@@ -344,7 +388,10 @@ CASES = [
   Case(
     "lm.HeadAblation",
     lambda t: lm.forward(
-      PARAMS, t, config=CFG, ablation=lm.HeadAblation(mask=jnp.zeros((1, 3), bool), mode="zero_q")
+      PARAMS,
+      t,
+      config=CFG,
+      ablation=lm.HeadAblation(mask=jnp.zeros((1, 3), bool), mode=("zero_q")),
     )[0],
     (PROMPT,),
     match=r"ablation.mask must have shape \[L, H\] = \(1, 2\)",
@@ -352,14 +399,18 @@ CASES = [
   ),
   Case(
     "lm.Capture",
-    lambda t: lm.forward(PARAMS, t, config=CFG, capture=lm.Capture(attn="first"))[0],
+    lambda t: lm.forward(
+      PARAMS, t, config=CFG, capture=lm.Capture(attn="first")
+    )[0],
     (PROMPT,),
     match="capture.attn must be one of",
     id="capture-attn",
   ),
   Case(
     "lm.KVCache",
-    lambda t: lm.forward(PARAMS, t, config=CFG, cache=lm.init_cache(CFG, 5, 8))[0],
+    lambda t: lm.forward(PARAMS, t, config=CFG, cache=lm.init_cache(CFG, 5, 8))[
+      0
+    ],
     (PROMPT,),
     match=r"cache.k must have shape \[L, B, S, KV, dh\]",
     id="cache-batch",
@@ -398,7 +449,9 @@ CASES = [
   ),
   Case(
     "lm.validate_params",
-    lambda: lm.validate_params({k: v.astype(jnp.int32) for k, v in PARAMS.items()}, CFG),
+    lambda: lm.validate_params(
+      {k: v.astype(jnp.int32) for k, v in PARAMS.items()}, CFG
+    ),
     error=TypeError,
     match="must be floating point",
     id="validate-int-params",
@@ -439,14 +492,24 @@ CASES = [
   Case(
     "lm.apply_rope",
     lm.apply_rope,
-    (np.ones((1, 3, 2, 4), np.float32), np.zeros((1, 3), np.int32), 10000.0, "rotate"),
+    (
+      np.ones((1, 3, 2, 4), np.float32),
+      np.zeros((1, 3), np.int32),
+      10000.0,
+      "rotate",
+    ),
     match="layout must be 'neox' or 'interleaved'",
     id="rope-layout",
   ),
   Case(
     "lm.apply_rope",
     lm.apply_rope,
-    (np.ones((1, 3, 2, 4), np.float32), np.zeros((1, 2), np.int32), 10000.0, "neox"),
+    (
+      np.ones((1, 3, 2, 4), np.float32),
+      np.zeros((1, 2), np.int32),
+      10000.0,
+      "neox",
+    ),
     match=r"positions must have shape \[B, T\] = \(1, 3\)",
     id="rope-positions",
   ),
@@ -470,7 +533,13 @@ CASES = [
   Case(
     "lm.LMConfig",
     lambda: lm.LMConfig(
-      vocab_size=11, d_model=8, n_layers=1, n_heads=3, n_kv_heads=2, head_dim=4, ffn_dim=16
+      vocab_size=11,
+      d_model=8,
+      n_layers=1,
+      n_heads=3,
+      n_kv_heads=2,
+      head_dim=4,
+      ffn_dim=16,
     ),
     match=r"n_heads \(3\) must be a multiple of n_kv_heads \(2\)",
     id="config-gqa",
@@ -520,7 +589,10 @@ CASES = [
   Case(
     "lm.load_gguf",
     lambda: lm.load_gguf(_truncated(250)),
-    match=r"tiny_first_250.gguf is a truncated GGUF file: tensor 'token_embd.weight'",
+    match=(
+      r"tiny_first_250.gguf is a truncated GGUF file: "
+      r"tensor 'token_embd.weight'"
+    ),
     jit=None,
     jit_reason=HOST,
     id="load-gguf-cut-tensor",
@@ -562,8 +634,10 @@ CASES = [
   Case(
     "lm.load_safetensors",
     lambda: lm.load_safetensors(_escaping_index("../../model.safetensors")),
-    match=r"shard file in model.safetensors.index.json '../../model.safetensors' must be a "
-    r"relative path inside .* without '..'",
+    match=(
+      r"shard file in model.safetensors.index.json '../../model.safetensors' "
+      r"must be a relative path inside .* without '..'"
+    ),
     jit=None,
     jit_reason=HOST,
     id="load-safetensors-index-dotdot",
@@ -571,7 +645,10 @@ CASES = [
   Case(
     "lm.load_safetensors",
     lambda: lm.load_safetensors(_escaping_index("/etc/passwd")),
-    match=r"shard file in model.safetensors.index.json '/etc/passwd' must be a relative path",
+    match=(
+      r"shard file in model.safetensors.index.json '/etc/passwd' must be a "
+      r"relative path"
+    ),
     jit=None,
     jit_reason=HOST,
     id="load-safetensors-index-absolute",
@@ -586,7 +663,9 @@ CASES = [
   ),
   Case(
     "lm.params_from_hf_tensors",
-    lambda: lm.params_from_hf_tensors({"model.layers.0.mlp.gate_proj.bias": np.ones(2)}, CFG),
+    lambda: lm.params_from_hf_tensors(
+      {"model.layers.0.mlp.gate_proj.bias": np.ones(2)}, CFG
+    ),
     error=NotImplementedError,
     match=r"does not use, e.g. \['model.layers.0.mlp.gate_proj.bias'\]",
     jit=None,
@@ -720,15 +799,19 @@ def test_decode_skips_generation_padding():
 
 
 def test_non_finite_logits_stop_a_row():
-  """Documented: a row whose logits are NaN stops with tokens -1 (no fake token 0)."""
+  """Documented: a row whose logits are NaN stops with tokens -1 (no fake token
+  0)."""
   bad = {**PARAMS, "final_norm": PARAMS["final_norm"].at[0].set(jnp.nan)}
   out = lm.generate(bad, PROMPT, config=CFG, max_new_tokens=2)
-  assert np.all(np.asarray(out.tokens) == -1) and np.all(np.asarray(out.num_steps) == 0)
+  assert np.all(np.asarray(out.tokens) == -1) and np.all(
+    np.asarray(out.num_steps) == 0
+  )
 
 
 @pytest.mark.parametrize("n", [4, 1000, 1 << 20])
 def test_truncated_smollm2_copy(tmp_path, n):
-  """The first ``n`` bytes of the real SmolLM2 GGUF give an error naming the file."""
+  """The first ``n`` bytes of the real SmolLM2 GGUF give an error naming the
+  file."""
   try:
     src = lm.smollm2_path()
   except lm.ModelNotAvailable:
@@ -736,5 +819,7 @@ def test_truncated_smollm2_copy(tmp_path, n):
   path = tmp_path / "smollm2_head.gguf"
   with open(src, "rb") as f:
     path.write_bytes(f.read(n))
-  with pytest.raises(ValueError, match=r"smollm2_head.gguf (is not a GGUF file|is a truncated)"):
+  with pytest.raises(
+    ValueError, match=(r"smollm2_head.gguf (is not a GGUF file|is a truncated)")
+  ):
     lm.load_gguf(path)

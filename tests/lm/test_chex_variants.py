@@ -1,9 +1,9 @@
-"""The decoder's numeric entry points, with and without an outer ``jax.jit``, on a tiny
-random-init config (no weights needed).
+"""The decoder's numeric entry points, with and without an outer ``jax.jit``, on
+a tiny random-init config (no weights needed).
 
-Checked against the float64 NumPy forward of ``numpy_ref``, its RMSNorm and rotate-half RoPE,
-and the float64 attention of ``test_blockwise``. The config, epsilons, RoPE layout and block
-size are static (closed over).
+Checked against the float64 NumPy forward of ``numpy_ref``, its RMSNorm and
+rotate-half RoPE, and the float64 attention of ``test_blockwise``. The config,
+epsilons, RoPE layout and block size are static (closed over).
 """
 
 import functools
@@ -13,7 +13,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxpapers import lm
-from tests.lm.numpy_ref import _rms, _rope_half, hf_weights_from_params, np_forward
+from tests.lm.numpy_ref import (
+  _rms,
+  _rope_half,
+  hf_weights_from_params,
+  np_forward,
+)
 from tests.lm.test_blockwise import _np_attention
 from tests.lm.test_model import TINY, _params
 
@@ -51,18 +56,27 @@ class LmVariantsTest(chex.TestCase):
     x64 = x.astype(np.float64)
     want_neox = np.stack(
       [
-        np.stack([_rope_half(x64[b, :, n], pos[b].astype(np.float64), base) for n in range(N)], 1)
+        np.stack(
+          [
+            _rope_half(x64[b, :, n], pos[b].astype(np.float64), base)
+            for n in range(N)
+          ],
+          1,
+        )
         for b in range(B)
       ]
     )
-    # Interleaved pairs (2i, 2i + 1): the neox rotation of the de-interleaved vector.
+    # Interleaved pairs (2i, 2i + 1): the neox rotation of the de-interleaved
+    # vector.
     perm = np.concatenate([np.arange(0, dh, 2), np.arange(1, dh, 2)])
     inv = np.argsort(perm)
     want_inter = np.stack(
       [
         np.stack(
           [
-            _rope_half(x64[b, :, n][:, perm], pos[b].astype(np.float64), base)[:, inv]
+            _rope_half(x64[b, :, n][:, perm], pos[b].astype(np.float64), base)[
+              :, inv
+            ]
             for n in range(N)
           ],
           1,
@@ -73,7 +87,10 @@ class LmVariantsTest(chex.TestCase):
     chex.assert_shape((normed, neox, inter), x.shape)
     chex.assert_type((normed, neox, inter), jnp.float32)
     chex.assert_trees_all_close(
-      (normed, neox, inter), (_rms(x64, gain, 1e-5), want_neox, want_inter), rtol=1e-5, atol=1e-5
+      (normed, neox, inter),
+      (_rms(x64, gain, 1e-5), want_neox, want_inter),
+      rtol=1e-5,
+      atol=1e-5,
     )
 
   @chex.variants(with_jit=True, without_jit=True)
@@ -90,10 +107,17 @@ class LmVariantsTest(chex.TestCase):
     scale = dh**-0.5
     for is_global in (True, False):
       fn = self.variant(
-        functools.partial(lm.blockwise_attention, window=window, is_global=is_global, block_size=2)
+        functools.partial(
+          lm.blockwise_attention,
+          window=window,
+          is_global=is_global,
+          block_size=2,
+        )
       )
       got = fn(q, k, v, q_pos, key_pos, key_valid)
-      want, has = _np_attention(q, k, v, q_pos, key_pos, key_valid, scale, window, is_global)
+      want, has = _np_attention(
+        q, k, v, q_pos, key_pos, key_valid, scale, window, is_global
+      )
       self.assertTrue(has.all())
       chex.assert_shape(got, (B, T, H, dh))
       chex.assert_trees_all_close(got, want, rtol=1e-5, atol=1e-5)

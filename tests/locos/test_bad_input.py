@@ -1,7 +1,8 @@
-"""Bad-input battery for ``jaxpapers.locos``: malformed calls, eagerly and under jit.
+"""Bad-input battery for ``jaxpapers.locos``: malformed calls, eagerly and under
+jit.
 
-No model is loaded: every case fails its checks before the model runs, so a tiny config
-(and no parameters) is enough.
+No model is loaded: every case fails its checks before the model runs, so a tiny
+config (and no parameters) is enough.
 """
 
 import jax
@@ -21,7 +22,9 @@ TINY = lm.LMConfig(
   ffn_dim=48,
   rope_base=100.0,
 )
-TASK = _toy.ToyTask(num_names=4, num_landmarks=4, num_fillers=4, prompt_len=16, max_needles=2)
+TASK = _toy.ToyTask(
+  num_names=4, num_landmarks=4, num_fillers=4, prompt_len=16, max_needles=2
+)
 TOK = TASK.tokenizer()
 TRIAL = locos.Trial((1, 5, 6, 7), (1, 3), "N1")
 BAD_TRIAL = locos.Trial((1, 99), (0, 1), "N1")  # id 99 >= vocab 37
@@ -230,15 +233,31 @@ CASES = [
     "ablated_texts",
     locos.ablated_texts,
     (None, TINY, [TRIAL], TOK, np.zeros((2, 2, 4), bool), np.zeros((2, 4, 8))),
-    match=r"mask must be bool \[L, H\] = \[2, 4\] or \[N, L, H\] = \[1, 2, 4\], got \(2, 2, 4\)",
+    match=(
+      r"mask must be bool \[L, H\] = \[2, 4\] or \[N, L, H\] = \[1, 2, 4\], "
+      r"got \(2, 2, 4\)"
+    ),
     jit=None,
     jit_reason=GEN,
   ),
   Case(
     "ablation_cells",
     locos.ablation_cells,
-    (None, TINY, [TRIAL], TOK, [("random", 1, [])], np.zeros((2, 4, 8)), {}, "t", {}),
-    match=r"conditions must be a non-empty list of \(name, k, \[mask, ...\]\) triples",
+    (
+      None,
+      TINY,
+      [TRIAL],
+      TOK,
+      [("random", 1, [])],
+      np.zeros((2, 4, 8)),
+      {},
+      "t",
+      {},
+    ),
+    match=(
+      r"conditions must be a non-empty list of \(name, k, \[mask, "
+      r"...\]\) triples"
+    ),
     jit=None,
     jit_reason=HOST,
   ),
@@ -246,7 +265,10 @@ CASES = [
     "bucket_indices",
     locos.bucket_indices,
     ([10, 70, 30], (16, 64)),
-    match=r"pad_to buckets \(16, 64\) must include a length >= the longest prompt \(70",
+    match=(
+      r"pad_to buckets \(16, 64\) must include a length >= the longest prompt "
+      r"\(70"
+    ),
     jit=None,
     jit_reason=HOST,
   ),
@@ -325,7 +347,11 @@ CASES = [
   Case(
     "make_needle_probes",
     lambda: locos.make_needle_probes(
-      np.random.default_rng(0), tokenizer=TOK, num=1, context_tokens=512, depths=(1.5,)
+      np.random.default_rng(0),
+      tokenizer=TOK,
+      num=1,
+      context_tokens=512,
+      depths=(1.5,),
     ),
     match=r"depths must be a non-empty sequence of numbers in \[0, 1\]",
     jit=None,
@@ -335,7 +361,11 @@ CASES = [
   Case(
     "make_probes",
     lambda: locos.make_probes(
-      np.random.default_rng(0), tokenizer=TOK, num=1, kind="literal", prompt_format="plain"
+      np.random.default_rng(0),
+      tokenizer=TOK,
+      num=1,
+      kind="literal",
+      prompt_format=("plain"),
     ),
     match=r"prompt_format must be one of \('chat', 'completion'\)",
     jit=None,
@@ -421,10 +451,17 @@ CASES = [
 ]
 
 EXEMPT = {
-  "TrialScore": "a result dataclass filled by detect_heads; aggregate checks what it is given",
-  "haystack_sentences": "takes no arguments (reads the sentences bundled with CPython)",
-  "score_generation": "the scoring half of detect_heads, on the capture of lm.generate; "
-  "detect_heads checks the trials and the settings it passes on",
+  "TrialScore": (
+    "a result dataclass filled by detect_heads; aggregate checks what it is "
+    "given"
+  ),
+  "haystack_sentences": (
+    "takes no arguments (reads the sentences bundled with CPython)"
+  ),
+  "score_generation": (
+    "the scoring half of detect_heads, on the capture of lm.generate; "
+    "detect_heads checks the trials and the settings it passes on"
+  ),
 }
 
 
@@ -437,7 +474,7 @@ def test_covers_public_api():
   assert_covers(locos, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_aggregate_without_accepted_trials_is_all_zeros():
@@ -453,7 +490,10 @@ def test_bootstrap_of_nothing_is_nan():
 
 
 def test_empty_texts_score_zero():
-  assert locos.rouge1_recall("", "Paris") == 0.0 and locos.rouge_l("Paris", "") == 0.0
+  assert (
+    locos.rouge1_recall("", "Paris") == 0.0
+    and locos.rouge_l("Paris", "") == 0.0
+  )
 
 
 def test_jaccard_of_zero_heads_is_one():

@@ -1,4 +1,5 @@
-"""The 'checkpoint' track (a Hugging Face checkpoint directory, e.g. Qwen3-8B in full.py)."""
+"""The 'checkpoint' track (a Hugging Face checkpoint directory, e.g. Qwen3-8B in
+full.py)."""
 
 import numpy as np
 import pytest
@@ -20,7 +21,9 @@ def test_full_config_without_a_checkpoint_stops_before_any_track(tmp_path):
 
 
 def test_checkpoint_track_loads_the_directory_in_the_configured_dtype(tmp_path):
-  _checkpoint(tmp_path, GEMMA_CFG, _hf_tensors(np.random.default_rng(0), 6, "gemma"))
+  _checkpoint(
+    tmp_path, GEMMA_CFG, _hf_tensors(np.random.default_rng(0), 6, "gemma")
+  )
   c = full.get_config()
   c.real.checkpoint_dir = str(tmp_path)
   loader, label = real.REAL_MODELS["checkpoint"]

@@ -1,8 +1,9 @@
-"""``phi_per_position`` (the LOCOS per-key attribution), with and without ``jax.jit``.
+"""``phi_per_position`` (the LOCOS per-key attribution), with and without
+``jax.jit``.
 
-Checked against a float64 NumPy transcription of the formula, against the direct logit
-attribution of the heads' outputs over stacked layers, and for its invalid-index behaviour
-(an error eagerly, NaN under ``jax.jit``).
+Checked against a float64 NumPy transcription of the formula, against the direct
+logit attribution of the heads' outputs over stacked layers, and for its
+invalid-index behaviour (an error eagerly, NaN under ``jax.jit``).
 """
 
 import chex
@@ -15,7 +16,9 @@ from jaxpapers import locos
 
 def _phi_reference(attn, values, wo, u, kv_map):
   """phi[h, j] = attn[h, j] * values[kv(h), j] . (wo[h] @ u), in float64."""
-  attn, values, wo, u = (np.asarray(a, np.float64) for a in (attn, values, wo, u))
+  attn, values, wo, u = (
+    np.asarray(a, np.float64) for a in (attn, values, wo, u)
+  )
   out = np.zeros(attn.shape)
   for h in range(attn.shape[0]):
     u_hat = wo[h] @ u  # [dh]
@@ -40,8 +43,11 @@ class PhiVariantsTest(chex.TestCase):
     phi = self.variant(locos.phi_per_position)(attn, values, wo, u, kv_map)
     chex.assert_shape(phi, attn.shape)
     chex.assert_type(phi, jnp.float32)
-    chex.assert_trees_all_close(phi, _phi_reference(attn, values, wo, u, kv_map), rtol=1e-5)
-    # The grouping matters: reading KV head 0 everywhere gives a different answer.
+    chex.assert_trees_all_close(
+      phi, _phi_reference(attn, values, wo, u, kv_map), rtol=1e-5
+    )
+    # The grouping matters: reading KV head 0 everywhere gives a different
+    # answer.
     wrong = _phi_reference(attn, values, wo, u, np.zeros_like(kv_map))
     self.assertGreater(np.abs(np.asarray(phi) - wrong).max(), 1e-2)
 
@@ -55,12 +61,14 @@ class PhiVariantsTest(chex.TestCase):
     phi_layers = jax.vmap(locos.phi_per_position, in_axes=(0, 0, 0, None, None))
     phi = self.variant(phi_layers)(attn, values, wo, u, kv_map)
     chex.assert_shape(phi, attn.shape)
-    # Head output z[l, h] = sum_j attn[l, h, j] v[l, kv(h), j]; its direct logit attribution
-    # is u . (z[l, h] W_O[l, h]) (float64).
+    # Head output z[l, h] = sum_j attn[l, h, j] v[l, kv(h), j]; its direct logit
+    # attribution is u . (z[l, h] W_O[l, h]) (float64).
     a64, v64, wo64 = (np.asarray(x, np.float64) for x in (attn, values, wo))
     z = np.einsum("lhj,lhjk->lhk", a64, v64[:, kv_map])
     dla = np.einsum("lhk,lhkd,d->lh", z, wo64, np.asarray(u, np.float64))
-    chex.assert_trees_all_close(np.asarray(phi).sum(-1), dla, rtol=1e-5, atol=1e-6)
+    chex.assert_trees_all_close(
+      np.asarray(phi).sum(-1), dla, rtol=1e-5, atol=1e-6
+    )
 
   @chex.variants(with_jit=True, without_jit=True)
   def test_out_of_range_kv_head_is_an_error_or_nan_never_a_clamped_value(self):

@@ -1,4 +1,5 @@
-"""The experiment's smoke config end to end, and the notebook on its smoke setting."""
+"""The experiment's smoke config end to end, and the notebook on its smoke
+setting."""
 
 import json
 
@@ -13,7 +14,10 @@ def test_smoke_config_writes_results(tmp_path):
   config = smoke.get_config()
   metrics = train.train_and_evaluate(config, str(tmp_path))
   res = json.loads((tmp_path / "results.json").read_text())
-  assert "toy/curves" in res["metrics"] and "| toy nonliteral |" in res["table_markdown"]
+  assert (
+    "toy/curves" in res["metrics"]
+    and "| toy nonliteral |" in res["table_markdown"]
+  )
   curve = metrics["toy/curves"]["nonliteral"]
   assert curve["ks"] == list(config.toy.ks)
   for name in ("locos", "wu", "contrastive", "random"):

@@ -1,5 +1,5 @@
-"""Long-context needle probes (`locos.make_needle_probes`): length budget, needle span, depth,
-a haystack that never names the question's entities."""
+"""Long-context needle probes (`locos.make_needle_probes`): length budget,
+needle span, depth, a haystack that never names the question's entities."""
 
 import re
 
@@ -11,7 +11,8 @@ from tests import resources
 
 
 class CharTokenizer:
-  """One token per character (an independent, exact length and offset reference)."""
+  """One token per character (an independent, exact length and offset
+  reference)."""
 
   bos_id = None
   add_bos_default = False
@@ -37,22 +38,31 @@ def test_needle_probes_fill_the_budget_and_place_the_needle(kind):
   T = 3000
   depths = (0.0, 0.25, 0.5, 0.75, 1.0)
   probes = locos.make_needle_probes(
-    np.random.default_rng(0), tokenizer=tok, num=10, context_tokens=T, kind=kind, depths=depths
+    np.random.default_rng(0),
+    tokenizer=tok,
+    num=10,
+    context_tokens=T,
+    kind=kind,
+    depths=depths,
   )
   city_of = dict(locos.LANDMARKS)
   for i, p in enumerate(probes):
     n = len(p.prompt_ids)
-    assert T - 200 < n <= T  # within one haystack sentence (<= 200 characters) of the budget
+    # within one haystack sentence (<= 200 characters) of the budget
+    assert T - 200 < n <= T
     text = "".join(chr(c) for c in p.prompt_ids)
     s, e = p.needle_span
     needle = text[s:e]
     land = next(x for x in city_of if f"the {x}." in needle)
-    assert needle in {r.format(name=p.answer, landmark=land) for r in locos.RELATIONS}
+    assert needle in {
+      r.format(name=p.answer, landmark=land) for r in locos.RELATIONS
+    }
     hay, question = _haystack_and_question(text)
     assert needle in hay
     # depth: the needle sits after about depth * (haystack length) characters
     assert abs(hay.index(needle) / len(hay) - depths[i % len(depths)]) < 0.1
-    # the haystack names neither the answer, nor the landmark, nor its city (beyond the needle)
+    # the haystack names neither the answer, nor the landmark, nor its city
+    # (beyond the needle)
     rest = hay.replace(needle, " ")
     for w in (p.answer, land, city_of[land]):
       assert not re.search(rf"\b{re.escape(w)}\b", rest, re.I), w
@@ -60,23 +70,36 @@ def test_needle_probes_fill_the_budget_and_place_the_needle(kind):
       assert city_of[land] in question and land not in question
     else:
       assert land in question
-    assert text.startswith("<|im_start|>user") and text.endswith(" is")  # answer stem
+    # answer stem
+    assert text.startswith("<|im_start|>user") and text.endswith(" is")
 
 
 def test_needle_probes_differ_by_seed_and_reject_tiny_budgets():
   tok = CharTokenizer()
-  a = locos.make_needle_probes(np.random.default_rng(1), tokenizer=tok, num=3, context_tokens=800)
-  b = locos.make_needle_probes(np.random.default_rng(2), tokenizer=tok, num=3, context_tokens=800)
+  a = locos.make_needle_probes(
+    np.random.default_rng(1), tokenizer=tok, num=3, context_tokens=800
+  )
+  b = locos.make_needle_probes(
+    np.random.default_rng(2), tokenizer=tok, num=3, context_tokens=800
+  )
   assert [p.prompt_ids for p in a] != [p.prompt_ids for p in b]
-  with pytest.raises(ValueError, match="too small for the needle and the question"):
-    locos.make_needle_probes(np.random.default_rng(0), tokenizer=tok, num=1, context_tokens=64)
+  with pytest.raises(
+    ValueError, match=("too small for the needle and the question")
+  ):
+    locos.make_needle_probes(
+      np.random.default_rng(0), tokenizer=tok, num=1, context_tokens=64
+    )
 
 
 def test_needle_probes_with_the_smollm2_tokenizer_at_4k():
   resources.require(resources.smollm2_missing())
   _, _, tok = lm.load_smollm2()
   probes = locos.make_needle_probes(
-    np.random.default_rng(0), tokenizer=tok, num=2, context_tokens=4096, depths=(0.5,)
+    np.random.default_rng(0),
+    tokenizer=tok,
+    num=2,
+    context_tokens=4096,
+    depths=(0.5,),
   )
   for p in probes:
     assert 4096 - 80 < len(p.prompt_ids) <= 4096
@@ -87,8 +110,9 @@ def test_needle_probes_with_the_smollm2_tokenizer_at_4k():
 
 @pytest.mark.slow
 def test_needle_experiment_runs_at_4k_tokens(tmp_path):
-  """configs/needle.py shrunk to one 4k-token probe per split: detection, mean-query ablation
-  and results.json (minutes on a CPU: prefill of 4k tokens through 30 layers)."""
+  """configs/needle.py shrunk to one 4k-token probe per split: detection,
+  mean-query ablation and results.json (minutes on a CPU: prefill of 4k tokens
+  through 30 layers)."""
   resources.require(resources.smollm2_missing())
   from experiments.locos import train
   from experiments.locos.configs import needle

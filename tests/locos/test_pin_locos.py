@@ -1,10 +1,13 @@
 """Tests that pin the LOCOS score itself, not only the model under it.
 
 1. Three planted heads in one layer separate the detectors:
-   * a *reader* attends sharply to the needle but writes nothing toward any answer token
-     (its OV output lands on a residual coordinate no token's unembedding reads);
-   * a *writer* attends uniformly (zero query) and copies name identities through its OV;
-   * a *bias* head attends uniformly and writes the same logit onto every answer token.
+   * a *reader* attends sharply to the needle but writes nothing toward any
+     answer token (its OV output lands on a residual coordinate no token's
+     unembedding reads);
+   * a *writer* attends uniformly (zero query) and copies name identities
+     through its OV;
+   * a *bias* head attends uniformly and writes the same logit onto every answer
+     token.
    LOCOS must rank the writer first, the attention detectors the reader, DLA the bias head,
    and the per-head L⁺, L⁻, S must equal their closed forms. Each of these mutations of the
    score fails here: L⁺ + L⁻ for L⁺ − L⁻, S = L⁺ (dropping L⁻), and L⁻ without the
@@ -24,13 +27,19 @@ from jaxpapers.locos import _toy
 
 READER, WRITER, BIAS = 0, 1, 2
 D = 16
-CONST = 15  # every token's embedding carries 1 here (so every unembedding row reads it)
-SINK = 14  # no token's embedding uses this coordinate: writing here moves no logit
+# every token's embedding carries 1 here (so every unembedding row reads it)
+CONST = 15
+# no token's embedding uses this coordinate: writing here moves no logit
+SINK = 14
 WRITE_GAIN, BIAS_GAIN = 50.0, 100.0
 
 
 def planted_model():
-  vocab = ["<bos>", "<eos>", "?"] + [f"f{i}" for i in range(5)] + [f"N{i}" for i in range(4)]
+  vocab = (
+    ["<bos>", "<eos>", "?"]
+    + [f"f{i}" for i in range(5)]
+    + [f"N{i}" for i in range(4)]
+  )
   V = len(vocab)
   names = [vocab.index(f"N{i}") for i in range(4)]
   cfg = lm.LMConfig(
@@ -41,7 +50,8 @@ def planted_model():
     n_kv_heads=3,
     head_dim=D,
     ffn_dim=4,
-    rope_base=1e12,  # the query/key feature sits in a pair that RoPE barely rotates
+    # the query/key feature sits in a pair that RoPE barely rotates
+    rope_base=1e12,
     eos_ids=(1,),
   )
   p = lm.init_params(jax.random.key(0), cfg)
@@ -49,13 +59,16 @@ def planted_model():
   emb[np.arange(V), np.arange(V)] = 1.0
   emb[:, CONST] = 1.0
   wq = np.zeros((1, D, 3, D), np.float32)
-  wq[0, :, READER, 7] = 5.0  # the reader's query matches the key feature of names
+  # the reader's query matches the key feature of names
+  wq[0, :, READER, 7] = 5.0
   wk = np.zeros((1, D, 3, D), np.float32)
   wk[0, names, READER, 7] = 1.0
   wv = np.zeros((1, D, 3, D), np.float32)
   wv[0, np.arange(D), READER, np.arange(D)] = 1.0
-  wv[0, names, WRITER, names] = 1.0  # the writer's values carry name identities only
-  wv[0, CONST, BIAS, CONST] = 1.0  # the bias head's value is the same for every token
+  # the writer's values carry name identities only
+  wv[0, names, WRITER, names] = 1.0
+  # the bias head's value is the same for every token
+  wv[0, CONST, BIAS, CONST] = 1.0
   wo = np.zeros((1, 3, D, D), np.float32)
   wo[0, READER, :, SINK] = 3.0
   wo[0, WRITER] = WRITE_GAIN * np.eye(D)
@@ -79,7 +92,9 @@ def planted_trials(tok, num=4, fillers=9):
     pos = 1 + i % fillers
     name = f"N{i % 4}"
     words = ["<bos>"] + fill[:pos] + [name] + fill[pos:] + ["?"]
-    trials.append(locos.Trial(tok.encode(" ".join(words)), (1 + pos, 2 + pos), name))
+    trials.append(
+      locos.Trial(tok.encode(" ".join(words)), (1 + pos, 2 + pos), name)
+    )
   return trials
 
 
@@ -95,13 +110,16 @@ def planted():
 
 def test_planted_heads_separate_locos_from_attention_detectors(planted):
   _, _, _, trials, scores, per = planted
-  assert all(t.accepted and t.answer_steps == [0] for t in per), [t.generation for t in per]
+  assert all(t.accepted and t.answer_steps == [0] for t in per), [
+    t.generation for t in per
+  ]
   assert [t.generation for t in per] == [t.answer for t in trials]
   top = {name: locos.rank_heads(s)[0] for name, s in scores.items()}
   assert top["locos"] == (0, WRITER), scores["locos"]
   for name in ("wu", "contrastive", "attention_spatial"):
     assert top[name] == (0, READER), (name, scores[name])
-  assert top["dla"] == (0, BIAS), scores["dla"]  # DLA without the spatial contrast
+  # DLA without the spatial contrast
+  assert top["dla"] == (0, BIAS), scores["dla"]
   assert scores["wu"][0, READER] == 1.0 and scores["wu"][0, WRITER] == 0.0
   # the reader writes nothing toward the answer: LOCOS and DLA are exactly zero
   assert scores["locos"][0, READER] == 0.0 and scores["dla"][0, READER] == 0.0
@@ -110,9 +128,9 @@ def test_planted_heads_separate_locos_from_attention_detectors(planted):
 def test_planted_heads_match_the_closed_form(planted):
   """L⁺, L⁻ and S per head from first principles (float64).
 
-  Every token's normalised input is (one-hot + const) / rms with rms = sqrt(2/d + eps), so a
-  value coordinate is r = 1/sqrt(2/d + eps). With K keys, uniform attention 1/K and a
-  one-token needle:
+  Every token's normalised input is (one-hot + const) / rms with rms =
+  sqrt(2/d + eps), so a value coordinate is r = 1/sqrt(2/d + eps). With K keys,
+  uniform attention 1/K and a one-token needle:
     writer: c_needle = r · WRITE_GAIN, other c_j = 0 -> L⁺ = c/K, L⁻ = 0;
     bias:   c_j = r · BIAS_GAIN for every j        -> L⁺ = c/K, L⁻ = (K−1)c/K · 1/(K−1) = c/K.
   """
@@ -126,14 +144,22 @@ def test_planted_heads_match_the_closed_form(planted):
     np.testing.assert_allclose(ts.L_plus[0, BIAS], c_b / K, rtol=1e-5)
     # the off-needle rescaling |needle| / (K − |needle|) makes L⁻ equal L⁺ here
     np.testing.assert_allclose(ts.L_minus[0, BIAS], c_b / K, rtol=1e-5)
-    np.testing.assert_allclose(ts.S, ts.L_plus - ts.L_minus, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(ts.S[0], [0.0, c_w / K, 0.0], atol=1e-4 * c_w / K, rtol=1e-5)
+    np.testing.assert_allclose(
+      ts.S, ts.L_plus - ts.L_minus, rtol=1e-6, atol=1e-6
+    )
+    np.testing.assert_allclose(
+      ts.S[0], [0.0, c_w / K, 0.0], atol=1e-4 * c_w / K, rtol=1e-5
+    )
     np.testing.assert_allclose(ts.detectors["locos"], ts.S)
     np.testing.assert_allclose(ts.detectors["dla"][0, BIAS], c_b, rtol=1e-5)
-    np.testing.assert_allclose(ts.detectors["attention_spatial"][0, WRITER], 0.0, atol=1e-6)
+    np.testing.assert_allclose(
+      ts.detectors["attention_spatial"][0, WRITER], 0.0, atol=1e-6
+    )
 
 
-def test_ablating_the_locos_head_breaks_retrieval_and_the_attention_pick_does_not(planted):
+def test_ablating_the_locos_head_breaks_retrieval_and_the_attention_pick_does_not(
+  planted,
+):
   cfg, params, tok, trials, scores, _ = planted
   curve = locos.ablation_curve(
     params,
@@ -155,14 +181,17 @@ def test_ablating_the_locos_head_breaks_retrieval_and_the_attention_pick_does_no
   assert curve["wu"]["mean"] == [1.0] and curve["dla"]["mean"] == [1.0]
 
 
-# --------------------------------------------------------------------------- reference
+# -------------------------------------------------------------------- reference
 
 
-def _reference_locos(attn_rows, values, wo, w_u, gen_ids, steps, span, prompt_len, group):
+def _reference_locos(
+  attn_rows, values, wo, w_u, gen_ids, steps, span, prompt_len, group
+):
   """Float64 transcription of the per-step LOCOS definition (spec §3.1).
 
-  attn_rows[t]: [L, H, K_t] last-row attention at step t over the K_t = prompt_len + t keys;
-  values: [L, KV, T, dh] values of every position; wo: [L, H, dh, d]; w_u: [V, d].
+  attn_rows[t]: [L, H, K_t] last-row attention at step t over the K_t =
+  prompt_len + t keys; values: [L, KV, T, dh] values of every position; wo:
+  [L, H, dh, d]; w_u: [V, d].
   """
   s, e = span
   L, H = wo.shape[:2]
@@ -187,7 +216,8 @@ def _reference_locos(attn_rows, values, wo, w_u, gen_ids, steps, span, prompt_le
 
 
 def test_detector_equals_float64_reference_from_a_full_forward():
-  # the same tiny model, prompt and decode length as test_scores (compiled programs are shared)
+  # the same tiny model, prompt and decode length as test_scores (compiled
+  # programs are shared)
   cfg = lm.LMConfig(
     vocab_size=37,
     d_model=32,
@@ -207,9 +237,12 @@ def test_detector_equals_float64_reference_from_a_full_forward():
   trial = locos.Trial(prompt, (4, 7), tok.decode(gen[1:3]))
   ts = locos.locos_trial(params, cfg, trial, tok, max_steps=n_gen, stop_ids=())
   assert ts.answer_steps == [1, 2]
-  # full (uncached) forward over prompt + generated tokens; query row P-1+t produced token t
+  # full (uncached) forward over prompt + generated tokens; query row P-1+t
+  # produced token t
   seq = np.concatenate([prompt, gen])
-  _, _, cap = lm.forward(params, seq[None], config=cfg, capture=lm.Capture(attn="all", values=True))
+  _, _, cap = lm.forward(
+    params, seq[None], config=cfg, capture=lm.Capture(attn=("all"), values=True)
+  )
   attn = np.asarray(cap["attn"][0], np.float64)  # [L, H, T, T]
   P = len(prompt)
   rows = {t: attn[:, :, P - 1 + t, :] for t in range(n_gen)}

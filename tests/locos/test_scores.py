@@ -1,4 +1,5 @@
-"""LOCOS formulas, GQA handling and query-mean ablation (planted heads: test_pin_locos.py)."""
+"""LOCOS formulas, GQA handling and query-mean ablation (planted heads:
+test_pin_locos.py)."""
 
 import dataclasses
 
@@ -27,7 +28,7 @@ def _params(config=TINY, seed=0):
   return lm.init_params(jax.random.key(seed), config, std=0.3)
 
 
-# --------------------------------------------------------------------------- formulas
+# --------------------------------------------------------------------- formulas
 
 
 def test_phi_sums_to_the_heads_direct_logit_attribution():
@@ -41,11 +42,14 @@ def test_phi_sums_to_the_heads_direct_logit_attribution():
     phi = locos.phi_per_position(
       c["attn"][0, l, :, t], c["values"][0, l], params["wo"][l], u, kv_map
     )
-    # DLA of head h: u · (z_t W_O^{(h)}), from the captured head output z (float64)
+    # DLA of head h: u · (z_t W_O^{(h)}), from the captured head output z
+    # (float64)
     z = np.asarray(c["head_outputs"][0, l, t], np.float64)  # [H, dh]
     wo = np.asarray(params["wo"][l], np.float64)  # [H, dh, d]
     dla = np.einsum("hk,hkd,d->h", z, wo, u.astype(np.float64))
-    np.testing.assert_allclose(np.asarray(phi).sum(-1), dla, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+      np.asarray(phi).sum(-1), dla, rtol=1e-4, atol=1e-6
+    )
 
 
 def test_gqa_path_equals_repeated_kv_path():
@@ -57,19 +61,27 @@ def test_gqa_path_equals_repeated_kv_path():
   u = rng.normal(size=d)
   kv_map = np.arange(H) // (H // KV)
   gqa = locos.phi_per_position(attn, values, wo, u, kv_map)
-  rep = locos.phi_per_position(attn, np.repeat(values, H // KV, axis=0), wo, u, np.arange(H))
+  rep = locos.phi_per_position(
+    attn, np.repeat(values, H // KV, axis=0), wo, u, np.arange(H)
+  )
   np.testing.assert_allclose(gqa, rep, rtol=1e-6)
   # float64 brute force
   ref = np.array(
-    [[attn[h, j] * values[h // 3, j] @ (wo[h] @ u) for j in range(K)] for h in range(H)]
+    [
+      [attn[h, j] * values[h // 3, j] @ (wo[h] @ u) for j in range(K)]
+      for h in range(H)
+    ]
   )
   np.testing.assert_allclose(gqa, ref, rtol=1e-5, atol=1e-6)
-  # the whole detector on a GQA model equals the detector on its repeated-KV twin
+  # the whole detector on a GQA model equals the detector on its repeated-KV
+  # twin
   params = _params()
   full = dataclasses.replace(TINY, n_kv_heads=TINY.n_heads)
   G = TINY.group_size
   rep_params = dict(
-    params, wk=jnp.repeat(params["wk"], G, axis=2), wv=jnp.repeat(params["wv"], G, axis=2)
+    params,
+    wk=jnp.repeat(params["wk"], G, axis=2),
+    wv=jnp.repeat(params["wv"], G, axis=2),
   )
   tok = _toy.ToyTokenizer([f"t{i}" for i in range(TINY.vocab_size)])
   g = lm.greedy_generate(params, TOKENS, config=TINY, max_new_tokens=3)
@@ -79,7 +91,9 @@ def test_gqa_path_equals_repeated_kv_path():
   b = locos.locos_trial(rep_params, full, trial, tok, max_steps=3, stop_ids=())
   assert a.answer_steps == b.answer_steps == [0, 1]
   for name in a.detectors:
-    np.testing.assert_allclose(a.detectors[name], b.detectors[name], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+      a.detectors[name], b.detectors[name], rtol=1e-4, atol=1e-6
+    )
 
 
 def test_off_needle_rescaling_balances_uniform_attention_for_every_haystack_length():
@@ -90,7 +104,9 @@ def test_off_needle_rescaling_balances_uniform_attention_for_every_haystack_leng
       w = np.full(K, 1.0 / K)
       lp, lm_ = locos.contrast(w, needle, np.ones(K, bool))
       np.testing.assert_allclose(lp, lm_)  # S = 0 under uniform attention
-      lp, lm_ = locos.contrast(np.where(needle, 1.0 / n, 0.0), needle, np.ones(K, bool))
+      lp, lm_ = locos.contrast(
+        np.where(needle, 1.0 / n, 0.0), needle, np.ones(K, bool)
+      )
       assert lp == pytest.approx(1.0) and lm_ == 0.0
 
 
@@ -126,32 +142,43 @@ def test_rouge_metrics():
 
 def test_top_random_heads_and_bootstrap():
   s = np.array([[0.1, 0.9, 0.3], [0.8, -1.0, 0.2]])
-  assert locos.top_heads(s, 2).tolist() == [[False, True, False], [True, False, False]]
+  assert locos.top_heads(s, 2).tolist() == [
+    [False, True, False],
+    [True, False, False],
+  ]
   assert locos.rank_heads(s)[:3] == [(0, 1), (1, 0), (0, 2)]
   r = locos.random_heads(jax.random.key(0), 2, 3, 4)
   assert r.sum() == 4 and r.shape == (2, 3)
   assert locos.jaccard_top_k(s, s, 3) == 1.0
-  lo, hi = locos.bootstrap_ci(np.r_[np.zeros(50), np.ones(50)], num_resamples=500)
+  lo, hi = locos.bootstrap_ci(
+    np.r_[np.zeros(50), np.ones(50)], num_resamples=500
+  )
   assert 0.35 < lo < 0.5 < hi < 0.65
   with pytest.raises(ValueError, match="k must"):
     locos.top_heads(s, 7)
 
 
-# --------------------------------------------------------------------------- ablation
+# --------------------------------------------------------------------- ablation
 
 
 def test_query_mean_ablation_changes_only_that_heads_attention():
   params = _params()
-  mean = lm.mean_queries(params, [TOKENS.tolist(), TOKENS[3:].tolist()], config=TINY)
+  mean = lm.mean_queries(
+    params, [TOKENS.tolist(), TOKENS[3:].tolist()], config=TINY
+  )
   mask = np.zeros((TINY.n_layers, TINY.n_heads), bool)
   mask[1, 2] = True
   abl = lm.HeadAblation(mask=jnp.asarray(mask), mean=mean, mode="mean_q")
   cap = lm.Capture(attn="all", queries=True)
   _, _, base = lm.forward(params, TOKENS[None], config=TINY, capture=cap)
-  _, _, ab = lm.forward(params, TOKENS[None], config=TINY, capture=cap, ablation=abl)
+  _, _, ab = lm.forward(
+    params, TOKENS[None], config=TINY, capture=cap, ablation=abl
+  )
   a0, a1 = np.asarray(base["attn"][0]), np.asarray(ab["attn"][0])
   np.testing.assert_array_equal(a0[0], a1[0])  # earlier layer untouched
-  np.testing.assert_allclose(a0[1, [0, 1, 3]], a1[1, [0, 1, 3]], rtol=1e-6)  # other heads
+  # other heads
+  np.testing.assert_allclose(a0[1, [0, 1, 3]], a1[1, [0, 1, 3]], rtol=1e-6)
   assert np.abs(a0[1, 2] - a1[1, 2]).max() > 1e-3  # the ablated head changed
   # and its attention is that of the constant mean query
-  np.testing.assert_allclose(ab["queries"][0], base["queries"][0])  # capture is pre-ablation
+  # capture is pre-ablation
+  np.testing.assert_allclose(ab["queries"][0], base["queries"][0])

@@ -1,4 +1,5 @@
-"""The toy decoder's loss and config, and the parametric-recall control probes."""
+"""The toy decoder's loss and config, and the parametric-recall control
+probes."""
 
 import functools
 
@@ -16,9 +17,11 @@ class ToyLossVariantsTest(chex.TestCase):
     B, T, V = 3, 6, 7
     logits = rng.normal(size=(B, T, V))
     tokens = rng.integers(0, V, (B, T))
-    tokens[0, 3] = int(np.argmax(logits[0, 2]))  # one target the argmax gets right
+    # one target the argmax gets right
+    tokens[0, 3] = int(np.argmax(logits[0, 2]))
     mask = np.zeros((B, T))
-    mask[0, 2], mask[1, 4], mask[2, 0], mask[2, 5] = 1.0, 1.0, 0.5, 1.0  # mask[:, -1] unused
+    # mask[:, -1] unused
+    mask[0, 2], mask[1, 4], mask[2, 0], mask[2, 5] = 1.0, 1.0, 0.5, 1.0
     model = lambda tok: (jnp.asarray(logits, jnp.float32), None, None)
     loss_fn = self.variant(functools.partial(locos.toy_lm_loss, model))
     loss, acc = loss_fn(jnp.asarray(tokens), jnp.asarray(mask, jnp.float32))
@@ -29,14 +32,21 @@ class ToyLossVariantsTest(chex.TestCase):
     hit = np.argmax(logits[:, :-1], -1) == tokens[:, 1:]
     want = ((nll * w).sum() / w.sum(), (hit * w).sum() / w.sum())
     chex.assert_trees_all_close((loss, acc), want, rtol=1e-5)
-    self.assertTrue(0 < float(acc) < 1)  # the hand-placed hit counts, the others do not
+    # the hand-placed hit counts, the others do not
+    self.assertTrue(0 < float(acc) < 1)
 
 
 def test_toy_model_config_matches_the_task():
-  task = locos.ToyTask(num_names=4, num_landmarks=4, num_fillers=4, prompt_len=16, max_needles=2)
-  cfg = locos.toy_model_config(task, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=48)
+  task = locos.ToyTask(
+    num_names=4, num_landmarks=4, num_fillers=4, prompt_len=16, max_needles=2
+  )
+  cfg = locos.toy_model_config(
+    task, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=48
+  )
   assert isinstance(cfg, lm.LMConfig)
-  assert cfg.vocab_size == len(task.vocab) and cfg.eos_ids == (task.tokenizer().eos_id,)
+  assert cfg.vocab_size == len(task.vocab) and cfg.eos_ids == (
+    task.tokenizer().eos_id,
+  )
   assert (cfg.head_dim, cfg.n_kv_heads, cfg.rope_base) == (8, 2, 1000.0)
 
 
@@ -47,7 +57,9 @@ class _CharTokenizer:
     return [ord(ch) for ch in text]
 
   def apply_chat_template(self, msgs):
-    return "".join(f"[{m['role']}] {m['content']}\n" for m in msgs) + "[assistant] "
+    return (
+      "".join(f"[{m['role']}] {m['content']}\n" for m in msgs) + "[assistant] "
+    )
 
 
 def test_parametric_probes_ask_for_the_city_with_no_context():
@@ -56,7 +68,8 @@ def test_parametric_probes_ask_for_the_city_with_no_context():
   plain = locos.parametric_probes(tok, pairs)
   q = "In which city is the Colosseum? Answer with the city name only."
   assert "".join(map(chr, plain[1].prompt_ids)) == (
-    f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\nThe Colosseum is in the city of"
+    f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\nThe Colosseum "
+    "is in the city of"
   )
   assert [(p.answer, p.kind, p.needle_span) for p in plain] == [
     ("Paris", "parametric", (0, 0)),

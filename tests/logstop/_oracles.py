@@ -113,7 +113,8 @@ def bool_rec(f, trace, t, e):
 
 
 def brute_force_probability(f, probs):
-  """Exact P(f) under independent Bernoulli(probs[a][t]) by enumerating traces."""
+  """Exact P(f) under independent Bernoulli(probs[a][t]) by enumerating
+  traces."""
   names = F.atoms(f)
   T = len(next(iter(probs.values())))
   total = 0.0
@@ -130,7 +131,8 @@ def brute_force_probability(f, probs):
 
 
 def random_formula(rng, depth, atoms=ATOMS, positive=False):
-  """A random formula over `atoms` with every operator (only monotone ones if positive)."""
+  """A random formula over `atoms` with every operator (only monotone ones if
+  positive)."""
   if depth == 0 or rng.random() < 0.2:
     if not positive and rng.random() < 0.1:
       return F.Const(bool(rng.integers(2)))

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.logstop``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.logstop``: malformed calls, eagerly and
+under jit."""
 
 import math
 
@@ -42,7 +43,13 @@ CASES = [
     match=r"missing scores for proposition\(s\) \['b'\]",
     id="score-missing",
   ),
-  Case("score", _one(ls.score, window=0), (GOOD,), match="window must be >= 1", id="score-window"),
+  Case(
+    "score",
+    _one(ls.score, window=0),
+    (GOOD,),
+    match="window must be >= 1",
+    id=("score-window"),
+  ),
   Case(
     "score",
     lambda p: ls.score("a", {"a": p}, length=np.array(5)),
@@ -90,12 +97,32 @@ CASES = [
     match=r"missing scores for proposition\(s\) \['b'\] of formula \(a & b\)",
     id="score_many-missing",
   ),
-  Case("exact_probability", _one(ls.exact_probability, "F a"), (BAD,), match=RANGE, jit="nan"),
+  Case(
+    "exact_probability",
+    _one(ls.exact_probability, "F a"),
+    (BAD,),
+    match=RANGE,
+    jit=("nan"),
+  ),
   Case("mean_score", _one(ls.mean_score), (BAD,), match=RANGE, jit="nan"),
-  Case("robustness", _one(ls.robustness, "G a"), (BAD,), match=RANGE, jit="nan"),
-  Case("boolean_ltlf", _one(ls.boolean_ltlf, "F a"), (BAD,), match=RANGE, jit="checkify"),
+  Case(
+    "robustness", _one(ls.robustness, "G a"), (BAD,), match=RANGE, jit=("nan")
+  ),
+  Case(
+    "boolean_ltlf",
+    _one(ls.boolean_ltlf, "F a"),
+    (BAD,),
+    match=RANGE,
+    jit=("checkify"),
+  ),
   Case("match", _one(ls.match, "F a"), (BAD,), match=RANGE, jit="checkify"),
-  Case("segment_max_score", _one(ls.segment_max_score, "F a"), (BAD,), match=RANGE, jit="nan"),
+  Case(
+    "segment_max_score",
+    _one(ls.segment_max_score, "F a"),
+    (BAD,),
+    match=RANGE,
+    jit=("nan"),
+  ),
   Case(
     "segment_max_score",
     _one(ls.segment_max_score, "F a", semantics="fuzzy"),
@@ -242,7 +269,9 @@ CASES = [
     jit=None,
     jit_reason=PARSE,
   ),
-  Case("size", ls.size, ("a U",), match="Cannot parse", jit=None, jit_reason=PARSE),
+  Case(
+    "size", ls.size, ("a U",), match="Cannot parse", jit=None, jit_reason=PARSE
+  ),
   Case(
     "build_reverse_dfa",
     ls.build_reverse_dfa,
@@ -251,7 +280,9 @@ CASES = [
     jit=None,
     jit_reason=PARSE,
   ),
-  Case("Atom", ls.Atom, ("",), match="non-empty string", jit=None, jit_reason=PARSE),
+  Case(
+    "Atom", ls.Atom, ("",), match="non-empty string", jit=None, jit_reason=PARSE
+  ),
   Case(
     "Const",
     ls.Const,
@@ -337,7 +368,9 @@ CASES = [
 
 EXEMPT = {
   "Formula": "a typing.Union alias of the node classes, not a function",
-  "QMTPSample": "a frozen record of one loaded sample, built and checked by load_qmtp",
+  "QMTPSample": (
+    "a frozen record of one loaded sample, built and checked by load_qmtp"
+  ),
 }
 
 
@@ -350,7 +383,7 @@ def test_covers_public_api():
   assert_covers(ls, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_letter_operator_glued_to_a_name_is_one_proposition():
@@ -370,11 +403,15 @@ def test_bad_trace_is_poisoned_alone_under_jit():
 
 
 def test_log1mexp_endpoints():
-  assert float(ls.log1mexp(0.0)) == -math.inf and float(ls.log1mexp(-math.inf)) == 0.0
+  assert (
+    float(ls.log1mexp(0.0)) == -math.inf
+    and float(ls.log1mexp(-math.inf)) == 0.0
+  )
 
 
 def test_checkify_reports_bad_scores_under_jit():
-  """The documented jit path: checkify turns the registered check into an error."""
+  """The documented jit path: checkify turns the registered check into an
+  error."""
   from jax.experimental import checkify
 
   f = checkify.checkify(jax.jit(lambda p: ls.score("G a", {"a": p})))
@@ -389,13 +426,16 @@ def test_checkify_reports_bad_scores_under_jit():
 
 
 def test_eager_jax_array_checked_without_host_copy(monkeypatch):
-  """A valid JAX array is range-checked on its device: numpy never sees the scores."""
+  """A valid JAX array is range-checked on its device: numpy never sees the
+  scores."""
   import jax.numpy as jnp
 
   p = jnp.asarray(GOOD)
   seen = []
   real = np.asarray
-  monkeypatch.setattr(np, "asarray", lambda a, *x, **k: seen.append(a is p) or real(a, *x, **k))
+  monkeypatch.setattr(
+    np, "asarray", lambda a, *x, **k: seen.append(a is p) or real(a, *x, **k)
+  )
   ls.score("G a", {"a": p})
   monkeypatch.undo()
   assert not any(seen)
@@ -404,13 +444,17 @@ def test_eager_jax_array_checked_without_host_copy(monkeypatch):
 
 
 def test_bad_values_in_a_large_batch_are_poisoned_under_jit():
-  """At [600, 500] XLA's CPU backend hands reductions to a library whose min / max skip NaN:
-  a NaN there once gave a plausible score. Exactly the bad traces are NaN, for either atom."""
+  """At [600, 500] XLA's CPU backend hands reductions to a library whose min /
+  max skip NaN: a NaN there once gave a plausible score. Exactly the bad traces
+  are NaN, for either atom."""
   rng = np.random.default_rng(5)
   p = {n: rng.uniform(size=(600, 500)).astype(np.float32) for n in "ab"}
   bad = {}
   for i, (name, value, t) in enumerate(
-    (n, v, t) for n in "ab" for v in (np.nan, -1e-30, 1.0000001, np.inf) for t in (0, 250, 499)
+    (n, v, t)
+    for n in "ab"
+    for v in (np.nan, -1e-30, 1.0000001, np.inf)
+    for t in (0, 250, 499)
   ):
     p[name][7 * i + 1, t] = value
     bad[7 * i + 1] = (name, value, t)
@@ -427,17 +471,23 @@ def test_bad_values_in_a_large_batch_are_poisoned_under_jit():
 def test_every_range_check_path_poisons_exactly_the_bad_traces(
   window, clip_eps, sequential, monkeypatch
 ):
-  """The range check of traced scores runs in the loop of the sequential scan (w = 1), as a
-  pass of its own elsewhere (blocked scans, w > 1, and before ``clip_eps``, which would clip a
-  bad value into range): each must catch NaN, a negative, a value above 1 and inf, in every
-  atom, at the first, a middle and the last frame, including past a trace's length."""
+  """The range check of traced scores runs in the loop of the sequential scan
+  (w = 1), as a pass of its own elsewhere (blocked scans, w > 1, and before
+  ``clip_eps``, which would clip a bad value into range): each must catch NaN, a
+  negative, a value above 1 and inf, in every atom, at the first, a middle and
+  the last frame, including past a trace's length."""
   if not sequential:
     monkeypatch.setattr(_engine, "sequential_fits", lambda *args: False)
   rng = np.random.default_rng(6)
   T = 40
   p = {n: rng.uniform(size=(30, T)).astype(np.float32) for n in "abc"}
   bad = {}
-  cases = [(n, v, t) for n in "abc" for v in (np.nan, -0.5, 1.5, np.inf) for t in (0, 17, T - 1)]
+  cases = [
+    (n, v, t)
+    for n in "abc"
+    for v in (np.nan, -0.5, 1.5, np.inf)
+    for t in (0, 17, T - 1)
+  ]
   for i, (name, value, t) in enumerate(cases[:29]):
     p[name][i, t] = value
     bad[i] = (name, value, t)
@@ -445,7 +495,11 @@ def test_every_range_check_path_poisons_exactly_the_bad_traces(
   lengths[::4] = 10  # bad frames past the end of a trace still poison it
   f = jax.jit(
     lambda q, ln: ls.score_many(
-      ["a U b", "F(a & X b & X X c)"], q, window=window, length=ln, clip_eps=clip_eps
+      ["a U b", "F(a & X b & X X c)"],
+      q,
+      window=window,
+      length=ln,
+      clip_eps=clip_eps,
     )
   )
   out = np.asarray(f(p, lengths))

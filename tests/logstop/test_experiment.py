@@ -1,4 +1,5 @@
-"""The digit-video experiment end to end on the smoke config, and the notebook."""
+"""The digit-video experiment end to end on the smoke config, and the
+notebook."""
 
 import numpy as np
 

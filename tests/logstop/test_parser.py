@@ -42,9 +42,16 @@ a, b, c = Atom("a"), Atom("b"), Atom("c")
     ("~a || b && c", Or(Not(a), And(b, c))),
     ("a & b & c", And(And(a, b), c)),
     ("True -> FALSE", Implies(Const(True), Const(False))),
-    ('F("traffic light" & X stop)', Eventually(And(Atom("traffic light"), Next(Atom("stop"))))),
-    ("x U u", Until(Atom("x"), Atom("u"))),  # lower-case single letters are atoms
-    ("G(person -> F car)", Always(Implies(Atom("person"), Eventually(Atom("car"))))),
+    (
+      'F("traffic light" & X stop)',
+      Eventually(And(Atom("traffic light"), Next(Atom("stop")))),
+    ),
+    # lower-case single letters are atoms
+    ("x U u", Until(Atom("x"), Atom("u"))),
+    (
+      "G(person -> F car)",
+      Always(Implies(Atom("person"), Eventually(Atom("car")))),
+    ),
   ],
 )
 def test_parse_precedence(text, expected):

@@ -1,4 +1,5 @@
-"""LogSTOP scores against independent float64 oracles, brute force and invariants."""
+"""LogSTOP scores against independent float64 oracles, brute force and
+invariants."""
 
 import chex
 import jax
@@ -43,7 +44,9 @@ def test_agrees_with_recursive_reference_float64():
       assert got.dtype == jnp.float64
       for i, props in enumerate(traces):
         memo = {}
-        want = [_oracles.logstop_rec(f, props, t, T - 1, w, memo) for t in range(T)]
+        want = [
+          _oracles.logstop_rec(f, props, t, T - 1, w, memo) for t in range(T)
+        ]
         _assert_same(got[i], want)
         # The library's plain-Python scorer (used by the benchmark) agrees too.
         _assert_same(L.reference_scores(f, props, window=w), want)
@@ -67,13 +70,20 @@ def test_exact_class_equals_brute_force_probability(text):
   f = L.parse(text)
   k = len(L.atoms(f))
   with jax.enable_x64(True):
-    for T in sorted({9 // k} | ({1} if text in ("a U b", "G a & F b") else set())):
+    for T in sorted(
+      {9 // k} | ({1} if text in ("a U b", "G a & F b") else set())
+    ):
       props = {n: rng.uniform(size=(3, T)) for n in L.atoms(f)}
       want = [
-        _oracles.brute_force_probability(f, {n: v[i] for n, v in props.items()}) for i in range(3)
+        _oracles.brute_force_probability(f, {n: v[i] for n, v in props.items()})
+        for i in range(3)
       ]
-      np.testing.assert_allclose(np.exp(L.score(f, props)), want, rtol=1e-10, atol=1e-13)
-      np.testing.assert_allclose(L.exact_probability(f, props), want, rtol=1e-10, atol=1e-13)
+      np.testing.assert_allclose(
+        np.exp(L.score(f, props)), want, rtol=1e-10, atol=1e-13
+      )
+      np.testing.assert_allclose(
+        L.exact_probability(f, props), want, rtol=1e-10, atol=1e-13
+      )
 
 
 def test_outside_exact_class_is_an_approximation():
@@ -94,8 +104,14 @@ def test_monotone_in_positive_atoms():
       T, w = int(rng.integers(1, 15)), int(rng.integers(1, 4))
       props = _random_trace(rng, T)
       props = {n: np.stack([v, rng.uniform(size=T)]) for n, v in props.items()}
-      up = {n: np.clip(v + rng.uniform(0, 0.3, size=v.shape), 0, 1) for n, v in props.items()}
-      s0, s1 = np.asarray(L.scores(f, props, window=w)), np.asarray(L.scores(f, up, window=w))
+      up = {
+        n: np.clip(v + rng.uniform(0, 0.3, size=v.shape), 0, 1)
+        for n, v in props.items()
+      }
+      s0, s1 = (
+        np.asarray(L.scores(f, props, window=w)),
+        np.asarray(L.scores(f, up, window=w)),
+      )
       assert np.all((s1 >= s0 - 1e-9) | np.isneginf(s0)), str(f)
 
 
@@ -108,7 +124,8 @@ def test_window_equals_downsampled_per_frame_semantics():
       T, w = int(rng.integers(1, 20)), int(rng.integers(1, 5))
       props = _random_trace(rng, T)
       blocks = {
-        n: np.array([v[i : i + w].mean() for i in range(0, T, w)]) for n, v in props.items()
+        n: np.array([v[i : i + w].mean() for i in range(0, T, w)])
+        for n, v in props.items()
       }
       _assert_same(L.score(f, props, window=w), L.score(f, blocks, window=1))
 
@@ -116,11 +133,15 @@ def test_window_equals_downsampled_per_frame_semantics():
 def test_w1_atoms_are_per_frame_logs():
   p = np.array([0.2, 0.0, 1.0, 0.7])
   with np.errstate(divide="ignore"):
-    np.testing.assert_allclose(np.asarray(L.scores("a", {"a": p})), np.log(p), rtol=1e-6)
+    np.testing.assert_allclose(
+      np.asarray(L.scores("a", {"a": p})), np.log(p), rtol=1e-6
+    )
   # X a at the last frame is -inf (strong next); G a at the last frame is a.
   s = np.asarray(L.scores("X a", {"a": p}))
   assert np.isneginf(s[-1]) and np.isneginf(s[0])
-  np.testing.assert_allclose(np.asarray(L.scores("G a", {"a": p}))[-1], np.log(0.7), rtol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(L.scores("G a", {"a": p}))[-1], np.log(0.7), rtol=1e-6
+  )
 
 
 def test_length_padding_invariance():
@@ -141,10 +162,17 @@ def test_length_padding_invariance():
 def test_vmap_and_batch_equal_loop_and_jit():
   rng = np.random.default_rng(6)
   f = L.parse("G(a -> F b) & (c U X b)")
-  props = {n: rng.uniform(size=(5, 13)).astype(np.float32) for n in _oracles.ATOMS}
+  props = {
+    n: rng.uniform(size=(5, 13)).astype(np.float32) for n in _oracles.ATOMS
+  }
   batched = L.score(f, props, window=2)
   vm = jax.vmap(lambda p: L.score(f, p, window=2))(props)
-  loop = np.array([L.score(f, {n: v[i] for n, v in props.items()}, window=2) for i in range(5)])
+  loop = np.array(
+    [
+      L.score(f, {n: v[i] for n, v in props.items()}, window=2)
+      for i in range(5)
+    ]
+  )
   jitted = jax.jit(lambda p: L.score(f, p, window=2))(props)
   np.testing.assert_allclose(np.asarray(batched), loop, rtol=1e-6)
   np.testing.assert_allclose(np.asarray(vm), loop, rtol=1e-6)
@@ -152,7 +180,9 @@ def test_vmap_and_batch_equal_loop_and_jit():
   # Traced length works under jit.
   lens = jnp.array([13, 5, 7, 1, 9])
   jl = jax.jit(lambda p, n: L.score(f, p, window=2, length=n))(props, lens)
-  np.testing.assert_allclose(np.asarray(jl), np.asarray(L.score(f, props, window=2, length=lens)))
+  np.testing.assert_allclose(
+    np.asarray(jl), np.asarray(L.score(f, props, window=2, length=lens))
+  )
 
 
 def test_one_compile_per_formula_length_window():
@@ -160,7 +190,9 @@ def test_one_compile_per_formula_length_window():
   text = "F(a & X b) U (c | G a)"
   with count_traces() as traces:
     for _ in range(3):
-      props = {n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS}
+      props = {
+        n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS
+      }
       props["unused"] = rng.uniform(size=(7,))  # extra names are ignored
       L.score(text, props, window=3)
       L.score(L.parse(text.replace(" ", "  ")), props, window=3)
@@ -172,7 +204,9 @@ def test_one_compile_per_formula_length_window():
     return L.score(text, p, window=3)
 
   for _ in range(3):
-    user_fn({n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS})
+    user_fn(
+      {n: rng.uniform(size=(3, 11)).astype(np.float32) for n in _oracles.ATOMS}
+    )
 
 
 def test_float32_close_to_float64():
@@ -184,8 +218,13 @@ def test_float32_close_to_float64():
     f = _oracles.random_formula(rng, 3)
     T, w = int(rng.integers(1, 20)), int(rng.integers(1, 4))
     props = _random_trace(rng, T)
-    props = {n: np.where((v > 0) & (v < 1), np.clip(v, 0.05, 0.95), v) for n, v in props.items()}
-    s32 = np.asarray(L.scores(f, {n: v.astype(np.float32) for n, v in props.items()}, window=w))
+    props = {
+      n: np.where((v > 0) & (v < 1), np.clip(v, 0.05, 0.95), v)
+      for n, v in props.items()
+    }
+    s32 = np.asarray(
+      L.scores(f, {n: v.astype(np.float32) for n, v in props.items()}, window=w)
+    )
     assert s32.dtype == np.float32
     with jax.enable_x64(True):
       s64 = np.asarray(L.scores(f, props, window=w))
@@ -197,21 +236,29 @@ def test_float32_close_to_float64():
 
 def test_clip_eps_gives_finite_gradients():
   p = {"a": jnp.array([0.0, 1.0, 0.5]), "b": jnp.array([1.0, 0.0, 0.0])}
-  g = jax.grad(lambda q: L.score("a U b", {"a": q, "b": p["b"]}, clip_eps=1e-4))(p["a"])
+  g = jax.grad(
+    lambda q: L.score("a U b", {"a": q, "b": p["b"]}, clip_eps=1e-4)
+  )(p["a"])
   assert np.all(np.isfinite(np.asarray(g)))
 
 
 def test_adaptive_threshold_and_match():
   tau = L.adaptive_threshold("a U b", 4)
   half = np.full(4, 0.5)
-  want = min(_oracles.logstop_rec(L.parse("a U b"), {"a": half, "b": half}, 0, 3, 1), np.log(0.5))
+  want = min(
+    _oracles.logstop_rec(L.parse("a U b"), {"a": half, "b": half}, 0, 3, 1),
+    np.log(0.5),
+  )
   np.testing.assert_allclose(float(tau), want, rtol=1e-6)
   props = {
     "a": np.array([[0.9, 0.9, 0.1, 0.1], [0.1, 0.1, 0.1, 0.1]]),
     "b": np.array([[0.1, 0.1, 0.9, 0.1], [0.1, 0.1, 0.1, 0.1]]),
   }
-  np.testing.assert_array_equal(np.asarray(L.match("a U b", props)), [True, False])
-  # G a on all-0.5 scores is far below log 0.5, so tau is that value, not log 0.5.
+  np.testing.assert_array_equal(
+    np.asarray(L.match("a U b", props)), [True, False]
+  )
+  # G a on all-0.5 scores is far below log 0.5, so tau is that value, not log
+  # 0.5.
   assert float(L.adaptive_threshold("G a", 10)) < np.log(0.5) - 1
 
 
@@ -221,7 +268,11 @@ def test_adaptive_threshold_and_match():
     ({"a": np.ones(4)}, ValueError, "missing scores for proposition(s) ['b']"),
     ({"a": np.ones(4), "b": np.ones(5)}, ValueError, "same [..., T]"),
     ({"a": np.ones(4), "b": np.full(4, 1.5)}, ValueError, "must lie in [0, 1]"),
-    ({"a": np.ones(4), "b": np.array([0.1, np.nan, 0.2, 0.3])}, ValueError, "must lie in [0, 1]"),
+    (
+      {"a": np.ones(4), "b": np.array([0.1, np.nan, 0.2, 0.3])},
+      ValueError,
+      "must lie in [0, 1]",
+    ),
     ({"a": np.ones(()), "b": np.ones(())}, ValueError, "shape [..., T]"),
     ([0.1, 0.2], TypeError, "mapping"),
   ],
@@ -256,7 +307,8 @@ def _np_window_mean(p, w, length):
 
 @pytest.mark.parametrize("w", [2, 3, 7, 40])
 def test_window_mean_matches_float64_loop(w):
-  """The O(T) block-prefix window mean (an atom's score is log of it) vs a float64 loop."""
+  """The O(T) block-prefix window mean (an atom's score is log of it) vs a
+  float64 loop."""
   rng = np.random.default_rng(w)
   T = 37
   p = rng.uniform(size=(3, T)).astype(np.float32)
@@ -270,17 +322,21 @@ def test_window_mean_matches_float64_loop(w):
 
 
 @pytest.mark.parametrize(
-  ("T", "w"), [(150, 16), (150, 31), (150, 32), (300, 64), (300, 79), (1100, 513)]
+  ("T", "w"),
+  [(150, 16), (150, 31), (150, 32), (300, 64), (300, 79), (1100, 513)],
 )
 def test_wide_window_mean_matches_float64_loop(T, w):
-  """Windows of 16 frames and more (sums of sums, `_window_sums`) vs a float64 loop, with
-  runs of small scores as wide as several windows beside large ones: a window inside a run
-  keeps its digits (a difference of prefix sums would cancel them)."""
+  """Windows of 16 frames and more (sums of sums, `_window_sums`) vs a float64
+  loop, with runs of small scores as wide as several windows beside large ones:
+  a window inside a run keeps its digits (a difference of prefix sums would
+  cancel them)."""
   rng = np.random.default_rng(T + w)
   p = rng.uniform(size=(3, T)).astype(np.float32)
   start = T // 3
   run = min(2 * w, T - start)
-  p[:, start : start + run] = rng.uniform(1e-7, 2e-7, size=(3, run)).astype(np.float32)
+  p[:, start : start + run] = rng.uniform(1e-7, 2e-7, size=(3, run)).astype(
+    np.float32
+  )
   lengths = np.array([T, T - w // 2 - 1, 7])
   got = np.asarray(L.scores("a", {"a": p}, window=w, length=lengths))
   for i, n in enumerate(lengths):
@@ -292,15 +348,18 @@ def test_wide_window_mean_matches_float64_loop(T, w):
 @pytest.mark.parametrize("path", ["sums", "scans"])
 @pytest.mark.parametrize("T", [40, 150])
 def test_window_paths_agree_at_the_switch(T, path, monkeypatch):
-  """Both window-mean paths (sliding sums, `_window_sums`; blocked scans along the view,
-  `_scanned_window_means`, which windows of w >= T frames take) vs a float64 loop, at w = T - 1
-  (two steps per chain), T and T + 1 (one step), with runs of small scores beside large ones
-  and traces cut short by `length`; each path is forced on both sides of the switch."""
+  """Both window-mean paths (sliding sums, `_window_sums`; blocked scans along
+  the view, `_scanned_window_means`, which windows of w >= T frames take) vs a
+  float64 loop, at w = T - 1 (two steps per chain), T and T + 1 (one step), with
+  runs of small scores beside large ones and traces cut short by `length`; each
+  path is forced on both sides of the switch."""
   steps = 0 if path == "sums" else 10**9
   monkeypatch.setattr(_engine, "_SCANNED_WINDOWS_STEPS", steps)
   rng = np.random.default_rng(T)
   p = rng.uniform(size=(3, T)).astype(np.float32)
-  p[:, T // 3 : T // 3 + 9] = rng.uniform(1e-7, 2e-7, size=(3, 9)).astype(np.float32)
+  p[:, T // 3 : T // 3 + 9] = rng.uniform(1e-7, 2e-7, size=(3, 9)).astype(
+    np.float32
+  )
   lengths = np.array([T, T - 5, 2])
   for w in (T - 1, T, T + 1):
     jax.clear_caches()  # the path is chosen while tracing
@@ -313,8 +372,12 @@ def test_window_paths_agree_at_the_switch(T, path, monkeypatch):
       f = L.parse(text)
       props = {"a": p[0].astype(np.float64), "b": p[1][::-1].astype(np.float64)}
       want = [_oracles.logstop_rec(f, props, t, T - 1, w, {}) for t in range(T)]
-      got = L.scores(f, {k: v.astype(np.float32) for k, v in props.items()}, window=w)
-      np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=2e-5, atol=1e-5)
+      got = L.scores(
+        f, {k: v.astype(np.float32) for k, v in props.items()}, window=w
+      )
+      np.testing.assert_allclose(
+        np.asarray(got, np.float64), want, rtol=2e-5, atol=1e-5
+      )
 
 
 def test_float32_long_trace_accuracy():
@@ -324,11 +387,14 @@ def test_float32_long_trace_accuracy():
   ga = np.asarray(L.score("G a", {"a": np.full(T, p32)}))
   want = T * np.log(np.float64(p32))  # -100.05
   assert abs(float(ga) - want) <= 1e-4 * abs(want), (float(ga), want)
-  # a U b with constant a, b: b * sum_k r^k, r = a (1 - b), a geometric series over T terms.
+  # a U b with constant a, b: b * sum_k r^k, r = a (1 - b), a geometric series
+  # over T terms.
   a, b = np.float64(np.float32(0.9999)), np.float64(np.float32(1e-7))
   r = a * (1 - b)
   aub = np.asarray(
-    L.score("a U b", {"a": np.full(T, np.float32(a)), "b": np.full(T, np.float32(b))})
+    L.score(
+      "a U b", {"a": np.full(T, np.float32(a)), "b": np.full(T, np.float32(b))}
+    )
   )
   want = np.log(b * (1 - r**T) / (1 - r))
   assert abs(float(aub) - want) <= 1e-4 * abs(want), (float(aub), want)
@@ -339,7 +405,8 @@ def test_float32_long_trace_accuracy():
 
 
 def _assert_close(got, want):
-  """-inf in the same places, probabilities to 1e-13 and log-scores to 1e-6 (float64).
+  """-inf in the same places, probabilities to 1e-13 and log-scores to 1e-6
+  (float64).
 
   The scan composes the U-maps in a different order from the recursion, so values near 0
   (probabilities near 1) differ by rounding (~1e-16 absolute); a negation there, log1mexp(l)
@@ -354,34 +421,49 @@ def _assert_close(got, want):
 
 
 def test_long_chains_agree_with_recursive_reference():
-  """Chains of 1-60 steps (every chunking: 1 to 8 chunks, padded or not) vs the recursion."""
+  """Chains of 1-60 steps (every chunking: 1 to 8 chunks, padded or not) vs the
+  recursion."""
   rng = np.random.default_rng(1)
-  texts = ["a U (b & G c)", "G(a -> F b)", "(a U b) U c", "!(F(a & X b))", "X X a | G !c"]
+  texts = [
+    "a U (b & G c)",
+    "G(a -> F b)",
+    "(a U b) U c",
+    "!(F(a & X b))",
+    "X X a | G !c",
+  ]
   with jax.enable_x64(True):
     for T, w in [(60, 1), (23, 2), (7, 3)]:
       traces = [_random_trace(rng, T) for _ in range(2)]
       batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
       formulas = tuple(L.parse(t) for t in texts)
       lengths = np.array([T, T // 2 + 1])
-      # One program for all formulas; every position (t = 0 is checked by test_score_at_0).
-      got = jax.jit(lambda b, ln, w=w: _engine.evaluate_many(formulas, b, w, ln, "log"))(
-        batch, lengths
-      )
+      # One program for all formulas; every position (t = 0 is checked by
+      # test_score_at_0).
+      got = jax.jit(
+        lambda b, ln, w=w: _engine.evaluate_many(formulas, b, w, ln, "log")
+      )(batch, lengths)
       for f, g in zip(formulas, got):
         for i, props in enumerate(traces):
           e = lengths[i] - 1
-          want = [_oracles.logstop_rec(f, props, t, e, w, {}) for t in range(e + 1)]
+          want = [
+            _oracles.logstop_rec(f, props, t, e, w, {}) for t in range(e + 1)
+          ]
           _assert_close(g[i, : e + 1], want)
           assert np.all(np.isneginf(np.asarray(g[i, e + 1 :])))
 
 
 def test_score_at_0_agrees_with_recursive_reference():
-  """`score` evaluates chain 0 alone (block means, top-level U/G folded): vs the recursion."""
+  """`score` evaluates chain 0 alone (block means, top-level U/G folded): vs the
+  recursion."""
   rng = np.random.default_rng(12)
   with jax.enable_x64(True):
     for T, w in [(25, 1), (26, 4)]:
       formulas = [_oracles.random_formula(rng, 3) for _ in range(4)]
-      formulas += [L.parse("G(a -> F b)"), L.parse("(a U b) | X !c"), L.parse("true U X a")]
+      formulas += [
+        L.parse("G(a -> F b)"),
+        L.parse("(a U b) | X !c"),
+        L.parse("true U X a"),
+      ]
       traces = [_random_trace(rng, T) for _ in range(3)]
       batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
       lengths = np.array([T, T - 5, 1])
@@ -389,33 +471,45 @@ def test_score_at_0_agrees_with_recursive_reference():
       assert got.shape == (len(formulas), 3)
       for j, f in enumerate(formulas):
         want = [
-          _oracles.logstop_rec(f, props, 0, lengths[i] - 1, w, {}) for i, props in enumerate(traces)
+          _oracles.logstop_rec(f, props, 0, lengths[i] - 1, w, {})
+          for i, props in enumerate(traces)
         ]
         _assert_close(got[j], want)
 
 
 def test_score_many_equals_score_per_formula():
   rng = np.random.default_rng(13)
-  props = {n: rng.uniform(size=(2, 3, 17)).astype(np.float32) for n in _oracles.ATOMS}
+  props = {
+    n: rng.uniform(size=(2, 3, 17)).astype(np.float32) for n in _oracles.ATOMS
+  }
   texts = ["G(a -> F b)", "true", "F(a & X b & X X c)"]
   with count_traces() as traces:
     got = L.score_many(texts, props, window=2)
   assert traces["evaluate_jit"] == 1  # one program for every formula
   assert got.shape == (3, 2, 3) and got.dtype == np.float32
   for j, text in enumerate(texts):
-    np.testing.assert_allclose(got[j], L.score(text, props, window=2), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+      got[j], L.score(text, props, window=2), rtol=1e-6, atol=1e-6
+    )
 
 
-WINDOW_TEXTS = ["a", "a U b", "G(a -> F b)", "F(a & X b & X X c)", "!(a U X b) | G c"]
+WINDOW_TEXTS = [
+  "a",
+  "a U b",
+  "G(a -> F b)",
+  "F(a & X b & X X c)",
+  "!(a U X b) | G c",
+]
 
 
 @pytest.mark.parametrize("w", [1, 2, 7, 64])
 def test_windows_agree_with_recursive_reference(w):
   """`scores` (every t) and `score_many` (t = 0) at w = 1, 2, 7, 64 vs the float64 recursion.
 
-  T = 2 w + 5 is not a multiple of w (nor of the chunking), and the lengths cut the traces at
-  w + 3 and below w (a window longer than the trace): an off-by-one in a window's first or last
-  frame, in the count that divides it, or in the step of X / U / G changes the values.
+  T = 2 w + 5 is not a multiple of w (nor of the chunking), and the lengths cut
+  the traces at w + 3 and below w (a window longer than the trace): an
+  off-by-one in a window's first or last frame, in the count that divides it, or
+  in the step of X / U / G changes the values.
   """
   rng = np.random.default_rng(200 + w)
   T = 2 * w + 5
@@ -424,7 +518,9 @@ def test_windows_agree_with_recursive_reference(w):
   batch = {n: np.stack([tr[n] for tr in traces]) for n in _oracles.ATOMS}
   lengths = np.array([T, w + 3, max(1, w // 3)])
   with jax.enable_x64(True):
-    every = jax.jit(lambda b, ln: _engine.evaluate_many(formulas, b, w, ln, "log"))(batch, lengths)
+    every = jax.jit(
+      lambda b, ln: _engine.evaluate_many(formulas, b, w, ln, "log")
+    )(batch, lengths)
     first = np.asarray(L.score_many(formulas, batch, window=w, length=lengths))
   for j, f in enumerate(formulas):
     for i, props in enumerate(traces):
@@ -437,14 +533,18 @@ def test_windows_agree_with_recursive_reference(w):
 
 @pytest.mark.parametrize("w", [7, 64])
 def test_window_longer_than_trace(w):
-  """T = 5 < w without lengths: every atom is the mean of the rest of the trace, X is -inf."""
+  """T = 5 < w without lengths: every atom is the mean of the rest of the trace,
+  X is -inf."""
   rng = np.random.default_rng(300 + w)
   T = 5
   props = _random_trace(rng, T)
   with jax.enable_x64(True):
     got = np.asarray(L.scores("a", props, window=w))
     want = [
-      np.log(np.mean(props["a"][t:])) if np.mean(props["a"][t:]) > 0 else -np.inf for t in range(T)
+      np.log(np.mean(props["a"][t:]))
+      if np.mean(props["a"][t:]) > 0
+      else -np.inf
+      for t in range(T)
     ]
     _assert_close(got, want)
     assert np.all(np.isneginf(np.asarray(L.scores("X a", props, window=w))))
@@ -456,10 +556,11 @@ def test_window_longer_than_trace(w):
 
 
 def test_log1p_of_a_negated_score_to_a_few_ulps():
-  """An atom's negation log1p(-p) is computed from one log (Goldberg's formula): vs numpy.
+  """An atom's negation log1p(-p) is computed from one log (Goldberg's formula):
+  vs numpy.
 
-  A plain log(1 - p) fails here: it returns 0 for p below half an ulp of 1 and loses all digits
-  of -p for small p, which a later negation turns into -inf.
+  A plain log(1 - p) fails here: it returns 0 for p below half an ulp of 1 and
+  loses all digits of -p for small p, which a later negation turns into -inf.
   """
   p = np.concatenate([np.logspace(-30, 0, 3001), np.linspace(0, 1, 1001)])
   for dtype in (np.float32, np.float64):
@@ -469,7 +570,13 @@ def test_log1p_of_a_negated_score_to_a_few_ulps():
       want = np.log1p(-x.astype(np.float64))
       np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
       fin = np.isfinite(want) & (want != 0)
-      ulps = np.abs(got[fin] - want[fin]) / np.abs(want[fin]) / np.finfo(dtype).eps
+      ulps = (
+        np.abs(got[fin] - want[fin]) / np.abs(want[fin]) / np.finfo(dtype).eps
+      )
       assert ulps.max() <= 4, (dtype, ulps.max())
-      grad = jax.grad(lambda v: _engine._log1p(-v).sum())(jnp.asarray(x[x < 0.999]))
-      np.testing.assert_allclose(grad, -1 / (1 - x[x < 0.999]), rtol=10 * np.finfo(dtype).eps)
+      grad = jax.grad(lambda v: _engine._log1p(-v).sum())(
+        jnp.asarray(x[x < 0.999])
+      )
+      np.testing.assert_allclose(
+        grad, -1 / (1 - x[x < 0.999]), rtol=10 * np.finfo(dtype).eps
+      )

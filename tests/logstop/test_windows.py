@@ -8,7 +8,9 @@ from jaxpapers import logstop as L
 
 def _loop(v, lo, hi):
   """Means of v[..., lo(t):hi(t)] for every t, one slice at a time."""
-  return np.stack([v[..., lo(t) : hi(t)].mean(-1) for t in range(v.shape[-1])], -1)
+  return np.stack(
+    [v[..., lo(t) : hi(t)].mean(-1) for t in range(v.shape[-1])], -1
+  )
 
 
 @pytest.mark.parametrize("T", [1, 5, 7])
@@ -22,7 +24,9 @@ def test_window_means_equal_a_frame_by_frame_loop(T, w):
   np.testing.assert_allclose(blocks, want, rtol=1e-6)
   got = L.sliding_means(v, w)
   assert got.dtype == np.float64
-  np.testing.assert_allclose(got, _loop(v, lambda t: t, lambda t: t + w), rtol=1e-12)
+  np.testing.assert_allclose(
+    got, _loop(v, lambda t: t, lambda t: t + w), rtol=1e-12
+  )
   r = w - 1
   got = L.centred_means(v, r)
   np.testing.assert_allclose(

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.margins``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.margins``: malformed calls, eagerly and
+under jit."""
 
 import jax
 import numpy as np
@@ -23,13 +24,57 @@ HOST = "host-side construction (NumPy / SciPy, float64 certificate)"
 
 CASES = [
   Case("margin", mg.margin, (10 * U, V, A), match=UNIT, jit="nan"),
-  Case("margin", mg.margin, (U_NAN, V, A), match=UNIT, jit="nan", id="margin-nan-row"),
-  Case("margin", mg.margin, (U, V, SOFT), match=BINARY, jit="nan", id="margin-soft-A"),
-  Case("margin", mg.margin, (U[:0], V, A[:0]), match="at least one query", id="margin-empty"),
-  Case("margin", mg.margin, (U, V, A.T), match=r"A must have shape \[N, n\]", id="margin-A-shape"),
-  Case("global_threshold_margin", mg.global_threshold_margin, (U, 2 * V, A), match=UNIT, jit="nan"),
-  Case("per_query_margin", mg.per_query_margin, (U, V, SOFT), match=BINARY, jit="nan"),
-  Case("topk_accuracy", mg.topk_accuracy, (0 * U, V, A), match="all-zero row", jit="nan"),
+  Case(
+    "margin",
+    mg.margin,
+    (U_NAN, V, A),
+    match=UNIT,
+    jit="nan",
+    id=("margin-nan-row"),
+  ),
+  Case(
+    "margin",
+    mg.margin,
+    (U, V, SOFT),
+    match=BINARY,
+    jit="nan",
+    id=("margin-soft-A"),
+  ),
+  Case(
+    "margin",
+    mg.margin,
+    (U[:0], V, A[:0]),
+    match="at least one query",
+    id=("margin-empty"),
+  ),
+  Case(
+    "margin",
+    mg.margin,
+    (U, V, A.T),
+    match=r"A must have shape \[N, n\]",
+    id=("margin-A-shape"),
+  ),
+  Case(
+    "global_threshold_margin",
+    mg.global_threshold_margin,
+    (U, 2 * V, A),
+    match=UNIT,
+    jit=("nan"),
+  ),
+  Case(
+    "per_query_margin",
+    mg.per_query_margin,
+    (U, V, SOFT),
+    match=BINARY,
+    jit=("nan"),
+  ),
+  Case(
+    "topk_accuracy",
+    mg.topk_accuracy,
+    (0 * U, V, A),
+    match="all-zero row",
+    jit=("nan"),
+  ),
   Case("all_margins", mg.all_margins, (10 * U, V, A), match=UNIT, jit="nan"),
   Case(
     "all_margins",
@@ -39,7 +84,13 @@ CASES = [
     id="all_margins-empty",
   ),
   Case("sigmoid_loss", mg.sigmoid_loss, (U, V, SOFT), match=BINARY, jit="nan"),
-  Case("infonce_loss", mg.infonce_loss, (U, V, SOFT), match=BINARY, jit="checkify"),
+  Case(
+    "infonce_loss",
+    mg.infonce_loss,
+    (U, V, SOFT),
+    match=BINARY,
+    jit=("checkify"),
+  ),
   Case(
     "infonce_loss",
     mg.infonce_loss,
@@ -58,7 +109,12 @@ CASES = [
     id="margin_loss-beta",
   ),
   Case(
-    "max_margin_queries", mg.max_margin_queries, (3 * V, A), {"steps": 5}, match=UNIT, jit="nan"
+    "max_margin_queries",
+    mg.max_margin_queries,
+    (3 * V, A),
+    {"steps": 5},
+    match=UNIT,
+    jit=("nan"),
   ),
   Case(
     "k_sparse_relevance",
@@ -117,7 +173,13 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("cs_embeddings", mg.cs_embeddings, (jax.random.key(0), SOFT, 4), match=BINARY, jit="nan"),
+  Case(
+    "cs_embeddings",
+    mg.cs_embeddings,
+    (jax.random.key(0), SOFT, 4),
+    match=BINARY,
+    jit=("nan"),
+  ),
   Case(
     "cs_embeddings",
     lambda A: mg.cs_embeddings(jax.random.key(0), A, 1),
@@ -190,7 +252,12 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("gaussian_map", mg.gaussian_map, (jax.random.key(0), 4, 0), match="d must be a positive"),
+  Case(
+    "gaussian_map",
+    mg.gaussian_map,
+    (jax.random.key(0), 4, 0),
+    match=("d must be a positive"),
+  ),
   Case(
     "dimension_reduction_construction",
     mg.dimension_reduction_construction,
@@ -212,7 +279,9 @@ CASES = [
     mg.sdp_max_margin,
     (A.astype(F32),),
     {"key": jax.random.key(0), "lr": -0.02},
-    match=r"lr must be a finite number > 0 \(the Adam learning rate\), got -0.02",
+    match=(
+      r"lr must be a finite number > 0 \(the Adam learning rate\), got -0.02"
+    ),
     jit=None,
     jit_reason=HOST,
     id="sdp_max_margin-negative-lr",
@@ -289,7 +358,12 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
-    "critical_n_grid", mg.critical_n_grid, (4, 4), match="1 <= k < n_max", jit=None, jit_reason=HOST
+    "critical_n_grid",
+    mg.critical_n_grid,
+    (4, 4),
+    match="1 <= k < n_max",
+    jit=None,
+    jit_reason=HOST,
   ),
 ]
 
@@ -413,14 +487,18 @@ def test_covers_public_api():
   assert_covers(mg, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_global_threshold_margin_without_negatives_is_inf():
-  assert float(mg.global_threshold_margin(U, V, np.ones((3, 5), bool))) == np.inf
+  assert (
+    float(mg.global_threshold_margin(U, V, np.ones((3, 5), bool))) == np.inf
+  )
 
 
 def test_unit_rows_within_tolerance_pass_and_give_the_margin():
   Y = np.where(A, 1.0, -1.0)
   want = np.min(Y * (U.astype(np.float64) @ V.T.astype(np.float64)))
-  assert float(mg.margin(U * (1 + 5e-4), V, A)) == pytest.approx(want * (1 + 5e-4), abs=1e-5)
+  assert float(mg.margin(U * (1 + 5e-4), V, A)) == pytest.approx(
+    want * (1 + 5e-4), abs=1e-5
+  )

@@ -1,7 +1,9 @@
-"""The margins and the training losses, with and without ``jax.jit``, against float64 NumPy.
+"""The margins and the training losses, with and without ``jax.jit``, against
+float64 NumPy.
 
-Keyword settings (``normalize``, ``chunk_size``, ``variant``, temperatures) are closed over with
-``functools.partial``; the embeddings and the relevance matrix are traced.
+Keyword settings (``normalize``, ``chunk_size``, ``variant``, temperatures) are
+closed over with ``functools.partial``; the embeddings and the relevance matrix
+are traced.
 """
 
 import functools
@@ -63,7 +65,12 @@ class MarginsVariantsTest(chex.TestCase):
   def test_three_margins_and_topk_accuracy(self):
     U, V, A = _problem(0)
     f32 = (U.astype(np.float32), V.astype(np.float32), A)
-    fns = [M.margin, M.global_threshold_margin, M.per_query_margin, M.topk_accuracy]
+    fns = [
+      M.margin,
+      M.global_threshold_margin,
+      M.per_query_margin,
+      M.topk_accuracy,
+    ]
 
     @self.variant
     def margins(U, V, A):
@@ -74,7 +81,9 @@ class MarginsVariantsTest(chex.TestCase):
     want = _ref_margins(_unit(U), _unit(V), A)
     chex.assert_trees_all_close(got, want, rtol=1e-5, atol=1e-6)
     # Unit rows need no normalisation: the default path gives the same margin.
-    unit = self.variant(M.margin)(_unit(U).astype(np.float32), _unit(V).astype(np.float32), A)
+    unit = self.variant(M.margin)(
+      _unit(U).astype(np.float32), _unit(V).astype(np.float32), A
+    )
     chex.assert_trees_all_close(unit, want[0], rtol=1e-5)
 
   @chex.variants(with_jit=True, without_jit=True)
@@ -96,15 +105,23 @@ class MarginsVariantsTest(chex.TestCase):
     f32 = (_unit(U).astype(np.float32), _unit(V).astype(np.float32), A)
     fn = self.variant(
       functools.partial(
-        M.infonce_loss, log_temperature=np.log(t), variant="exclude_other_positives"
+        M.infonce_loss,
+        log_temperature=np.log(t),
+        variant=("exclude_other_positives"),
       )
     )
     got = fn(*f32)
     chex.assert_shape(got, ())
     chex.assert_trees_all_close(got, _ref_infonce(S, A, t, True), rtol=1e-5)
     # variant="all" (the default), in both retrieval directions.
-    sym = self.variant(functools.partial(M.infonce_loss, log_temperature=np.log(t), symmetric=True))
-    want = 0.5 * (_ref_infonce(S, A, t, False) + _ref_infonce(S.T, A.T, t, False))
+    sym = self.variant(
+      functools.partial(
+        M.infonce_loss, log_temperature=np.log(t), symmetric=True
+      )
+    )
+    want = 0.5 * (
+      _ref_infonce(S, A, t, False) + _ref_infonce(S.T, A.T, t, False)
+    )
     chex.assert_trees_all_close(sym(*f32), want, rtol=1e-5)
 
   @chex.variants(with_jit=True, without_jit=True)
@@ -114,13 +131,19 @@ class MarginsVariantsTest(chex.TestCase):
     Y = np.where(A, 1.0, -1.0)
     log_t, b, beta = np.log(3.0), -0.4, 5.0
     f32 = (U.astype(np.float32), V.astype(np.float32), A)
-    sig = self.variant(functools.partial(M.sigmoid_loss, log_temperature=log_t, bias=b))(*f32)
+    sig = self.variant(
+      functools.partial(M.sigmoid_loss, log_temperature=log_t, bias=b)
+    )(*f32)
     want_sig = np.mean(np.logaddexp(0.0, -Y * (3.0 * S + b)))
     chex.assert_trees_all_close(sig, want_sig, rtol=1e-5)
     soft = self.variant(functools.partial(M.margin_loss, beta=beta))(*f32)
     z = -beta * Y * S
     want_soft = (z.max() + np.log(np.exp(z - z.max()).sum())) / beta
     chex.assert_trees_all_close(soft, want_soft, rtol=1e-5)
-    hinge = self.variant(functools.partial(M.margin_loss, hinge_target=0.3))(*f32)
-    chex.assert_trees_all_close(hinge, np.mean(np.maximum(0.3 - Y * S, 0.0)), rtol=1e-5)
+    hinge = self.variant(functools.partial(M.margin_loss, hinge_target=0.3))(
+      *f32
+    )
+    chex.assert_trees_all_close(
+      hinge, np.mean(np.maximum(0.3 - Y * S, 0.0)), rtol=1e-5
+    )
     chex.assert_type((sig, soft, hinge), jnp.float32)

@@ -1,4 +1,5 @@
-"""Constructions meet their stated bounds; the optimum is bracketed; per-query SVM is exact."""
+"""Constructions meet their stated bounds; the optimum is bracketed; per-query
+SVM is exact."""
 
 import math
 
@@ -17,16 +18,21 @@ def test_cs_sum_queries_meet_coherence_bound(seed):
   assert c.bound > 0
   assert c.certificate >= c.bound - 1e-6
   np.testing.assert_allclose(
-    float(M.margin(c.U, c.V, M.k_sparse_relevance(n, k))), c.certificate, atol=1e-5
+    float(M.margin(c.U, c.V, M.k_sparse_relevance(n, k))),
+    c.certificate,
+    atol=1e-5,
   )
 
 
 def test_cs_embeddings_jit_vmap_over_keys_match_numpy():
-  """Pure JAX: jit(vmap) over typed keys equals the eager call and a float64 transcription."""
+  """Pure JAX: jit(vmap) over typed keys equals the eager call and a float64
+  transcription."""
   n, k, d, sin_phi = 6, 2, 9, 0.5
   A = M.k_sparse_relevance(n, k)
   keys = jax.random.split(jax.random.key(3), 3)
-  U, V = jax.jit(jax.vmap(lambda key: M.cs_embeddings(key, A, d, sin_phi=sin_phi)))(keys)
+  U, V = jax.jit(
+    jax.vmap(lambda key: M.cs_embeddings(key, A, d, sin_phi=sin_phi))
+  )(keys)
   assert U.shape == (3, len(A), d) and V.shape == (3, n, d)
   assert not np.allclose(V[0], V[1])  # different keys, different signs
   cos_phi = math.sqrt(1 - sin_phi**2)
@@ -40,7 +46,9 @@ def test_cs_embeddings_jit_vmap_over_keys_match_numpy():
     signs = np.sign(signs)
     phi = signs / math.sqrt(d - 1)
     v_ref = np.concatenate([cos_phi * phi.T, np.full((n, 1), sin_phi)], axis=1)
-    u_ref = np.concatenate([A @ phi.T, np.full((len(A), 1), -0.5 * cos_phi / sin_phi)], axis=1)
+    u_ref = np.concatenate(
+      [A @ phi.T, np.full((len(A), 1), -0.5 * cos_phi / sin_phi)], axis=1
+    )
     u_ref /= np.linalg.norm(u_ref, axis=1, keepdims=True)
     np.testing.assert_allclose(V[i], v_ref, atol=1e-6)
     np.testing.assert_allclose(U[i], u_ref, atol=1e-6)
@@ -78,11 +86,17 @@ def test_max_margin_queries_match_scipy_svm():
       jac=lambda w: 2 * w,
       method="SLSQP",
       constraints=[
-        {"type": "ineq", "fun": lambda w: y * (V @ w) - 1, "jac": lambda w: y[:, None] * V}
+        {
+          "type": "ineq",
+          "fun": lambda w: y * (V @ w) - 1,
+          "jac": lambda w: y[:, None] * V,
+        }
       ],
     )
     best = (
-      1.0 / np.linalg.norm(sol.x) if sol.success and (y * (V @ sol.x) >= 1 - 1e-6).all() else None
+      1.0 / np.linalg.norm(sol.x)
+      if sol.success and (y * (V @ sol.x) >= 1 - 1e-6).all()
+      else None
     )
     assert res.row_margin[j] <= res.row_upper[j] + 1e-6
     if best is not None:
@@ -98,7 +112,8 @@ def test_jl_projection_meets_stated_bound(seed):
   assert p.bound > 0.05
   assert p.certificate >= p.bound
   r = M.jl_project(key, src.U, src.V, A, 4096, reoptimize_queries=True)
-  assert r.certificate >= p.certificate - 1e-6  # same documents, better-or-equal queries
+  # same documents, better-or-equal queries
+  assert r.certificate >= p.certificate - 1e-6
   np.testing.assert_allclose(r.V, p.V)
 
 
@@ -116,10 +131,16 @@ def test_sdp_brackets_exact_k_sparse_optimum():
   res = M.sdp_max_margin(A, key=jax.random.key(0), steps=1500, dual_steps=1500)
   assert res.lower <= exact + 1e-9 <= res.upper + 2e-9
   assert res.upper - res.lower < 0.02
-  assert res.lower > M.orthogonal_construction(n, k).certificate  # orthogonal is not optimal
-  np.testing.assert_allclose(float(M.margin(res.U, res.V, A, normalize=True)), res.lower, atol=1e-5)
-  # The dimension-reduction construction, from this solution, in d = N + n dims or fewer.
-  c = M.dimension_reduction_construction(jax.random.key(1), A, 12, source=(res.U, res.V))
+  # orthogonal is not optimal
+  assert res.lower > M.orthogonal_construction(n, k).certificate
+  np.testing.assert_allclose(
+    float(M.margin(res.U, res.V, A, normalize=True)), res.lower, atol=1e-5
+  )
+  # The dimension-reduction construction, from this solution, in d = N + n dims
+  # or fewer.
+  c = M.dimension_reduction_construction(
+    jax.random.key(1), A, 12, source=(res.U, res.V)
+  )
   assert c.U.shape == (A.shape[0], 12) and c.certificate <= exact + 1e-6
 
 
@@ -130,12 +151,21 @@ def test_dual_bound_forster_and_k_sparse_theta():
   forster = np.linalg.norm(Y, 2) / math.sqrt(A.size)
   np.testing.assert_allclose(
     M.dual_upper_bound(
-      A, np.ones(A.shape), np.full(9, (6 / 9) ** 0.25), np.full(6, (9 / 6) ** 0.25)
+      A,
+      np.ones(A.shape),
+      np.full(9, (6 / 9) ** 0.25),
+      np.full(6, (9 / 6) ** 0.25),
     ),
     forster,
   )
-  # Any other dual point is still a valid bound, just not smaller than the optimum.
-  assert M.dual_upper_bound(A, rng.random(A.shape), rng.random(9) + 0.1, rng.random(6) + 0.1) > 0
+  # Any other dual point is still a valid bound, just not smaller than the
+  # optimum.
+  assert (
+    M.dual_upper_bound(
+      A, rng.random(A.shape), rng.random(9) + 0.1, rng.random(6) + 0.1
+    )
+    > 0
+  )
   # k-sparse optimum: Theta(k^{-1/2}); for n = 3, k = 1 the value 3/5.
   np.testing.assert_allclose(M.k_sparse_optimal_margin(3, 1), 0.6, rtol=1e-7)
   vals = [M.k_sparse_optimal_margin(1000, k) * math.sqrt(k) for k in (1, 4, 16)]
@@ -143,13 +173,18 @@ def test_dual_bound_forster_and_k_sparse_theta():
 
 
 def test_symmetric_optimum_reaches_the_exact_optimum():
-  """The symmetric documents with re-solved queries reach ``k_sparse_optimal_margin`` (an
-  independent closed form), on all rows and on a subset of them."""
+  """The symmetric documents with re-solved queries reach
+  ``k_sparse_optimal_margin`` (an independent closed form), on all rows and on a
+  subset of them."""
   opt = M.symmetric_optimum(7, 2, steps=1500)
   assert opt.U.shape == (21, 8) and opt.V.shape == (7, 8)
   np.testing.assert_allclose(np.linalg.norm(opt.V, axis=1), 1.0, atol=1e-12)
-  np.testing.assert_allclose(opt.V @ opt.V.T - np.eye(7) * (1 - opt.s**2), opt.s**2, atol=1e-12)
+  np.testing.assert_allclose(
+    opt.V @ opt.V.T - np.eye(7) * (1 - opt.s**2), opt.s**2, atol=1e-12
+  )
   assert opt.m_inf == M.k_sparse_optimal_margin(7, 2)
   np.testing.assert_allclose(opt.m_src, opt.m_inf, atol=2e-3)
   part = M.symmetric_optimum(7, 2, steps=1500, rows=[3, 0, 3])
-  assert np.all(part.U[[1, 2, 4]] == 0) and np.all(np.linalg.norm(part.U[[0, 3]], axis=1) > 0.99)
+  assert np.all(part.U[[1, 2, 4]] == 0) and np.all(
+    np.linalg.norm(part.U[[0, 3]], axis=1) > 0.99
+  )

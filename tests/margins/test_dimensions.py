@@ -1,4 +1,5 @@
-"""Needed dimensions: grid read-off, growth slope, bound inversion, projected row margins."""
+"""Needed dimensions: grid read-off, growth slope, bound inversion, projected
+row margins."""
 
 import math
 
@@ -12,8 +13,13 @@ import jaxpapers.margins as M
 def test_needed_dimension_reads_the_last_crossing_log_linearly():
   ds = [2, 4, 8, 16]
   # Crosses 0.25 between d = 2 (0.2) and d = 4 (0.3): t = 1/2, d = 2 * 2 ** 0.5.
-  assert M.needed_dimension(ds, [0.2, 0.3, 0.5, 0.7], 0.25) == pytest.approx(2 * math.sqrt(2))
-  assert M.needed_dimension(ds, [0.2, 0.3, 0.5, 0.7], 0.7) == pytest.approx(16.0)  # the last d only
+  assert M.needed_dimension(ds, [0.2, 0.3, 0.5, 0.7], 0.25) == pytest.approx(
+    2 * math.sqrt(2)
+  )
+  # the last d only
+  assert M.needed_dimension(ds, [0.2, 0.3, 0.5, 0.7], 0.7) == pytest.approx(
+    16.0
+  )
   with pytest.raises(ValueError, match="retained must have shape"):
     M.needed_dimension(ds, [0.2, 0.3], 0.5)
   with pytest.raises(ValueError, match="strictly increasing"):
@@ -36,7 +42,9 @@ def test_bound_dimension_is_the_smallest_integer_reaching_the_target():
   assert M.bound_dimension(lambda d: 0.0, 1.0) is None
   m, n = 0.2, 32
   d = M.bound_dimension(lambda d: M.documents_only_bound(m, n, d), 0.5 * m)
-  assert M.documents_only_bound(m, n, d) >= 0.1 > M.documents_only_bound(m, n, d - 1)
+  assert (
+    M.documents_only_bound(m, n, d) >= 0.1 > M.documents_only_bound(m, n, d - 1)
+  )
 
 
 def test_projected_row_margins_against_float64_numpy():
@@ -54,11 +62,18 @@ def test_projected_row_margins_against_float64_numpy():
   Vp /= np.linalg.norm(Vp, axis=1, keepdims=True)
   Up = U @ G
   Up /= np.linalg.norm(Up, axis=1, keepdims=True)
-  np.testing.assert_allclose(out["projected"], np.min(Y * (Up @ Vp.T), axis=1), atol=1e-5)
-  Ur = np.asarray(jax.random.normal(jax.random.fold_in(key, 7), (A.shape[0], d)), np.float64)
+  np.testing.assert_allclose(
+    out["projected"], np.min(Y * (Up @ Vp.T), axis=1), atol=1e-5
+  )
+  Ur = np.asarray(
+    jax.random.normal(jax.random.fold_in(key, 7), (A.shape[0], d)), np.float64
+  )
   Ur /= np.linalg.norm(Ur, axis=1, keepdims=True)
-  np.testing.assert_allclose(out["random"], np.min(Y * (Ur @ Vp.T), axis=1), atol=1e-5)
-  # Re-solved queries are the per-row optimum: never below the projected source queries.
+  np.testing.assert_allclose(
+    out["random"], np.min(Y * (Ur @ Vp.T), axis=1), atol=1e-5
+  )
+  # Re-solved queries are the per-row optimum: never below the projected source
+  # queries.
   assert np.all(out["resolved"] >= out["projected"] - 1e-4)
   assert 0.0 <= out["fista_gap"] < 1e-2
   with pytest.raises(ValueError, match=r"U must have shape \[N, D\]"):

@@ -57,7 +57,11 @@ def test_sigmoid_loss_float64(problem):
   t, b = 7.0, -1.3
   ref = np.mean(np.logaddexp(0.0, -Y * (t * S + b)))
   got = M.sigmoid_loss(
-    U.astype(np.float32), V.astype(np.float32), A, log_temperature=math.log(t), bias=b
+    U.astype(np.float32),
+    V.astype(np.float32),
+    A,
+    log_temperature=math.log(t),
+    bias=b,
   )
   np.testing.assert_allclose(float(got), ref, rtol=1e-5)
 
@@ -68,7 +72,11 @@ def test_infonce_loss_float64(problem, variant):
   S, t = _np_scores(U, V), 5.0
   ref = _np_infonce(S, A, t, variant)
   got = M.infonce_loss(
-    U.astype(np.float32), V.astype(np.float32), A, log_temperature=math.log(t), variant=variant
+    U.astype(np.float32),
+    V.astype(np.float32),
+    A,
+    log_temperature=math.log(t),
+    variant=variant,
   )
   np.testing.assert_allclose(float(got), ref, rtol=1e-5)
   sym = M.infonce_loss(
@@ -88,12 +96,18 @@ def test_margin_loss_float64_and_soft_min_bracket(problem):
   YS = np.where(A, 1.0, -1.0) * _np_scores(U, V)
   for beta in (5.0, 80.0):
     ref = _np_lse(-beta * YS.ravel()) / beta
-    got = float(M.margin_loss(U.astype(np.float32), V.astype(np.float32), A, beta=beta))
+    got = float(
+      M.margin_loss(U.astype(np.float32), V.astype(np.float32), A, beta=beta)
+    )
     np.testing.assert_allclose(got, ref, rtol=1e-5)
     m0 = YS.min()
     assert m0 - math.log(A.size) / beta - 1e-5 <= -got <= m0 + 1e-5
-  hinge = M.margin_loss(U.astype(np.float32), V.astype(np.float32), A, hinge_target=0.2)
-  np.testing.assert_allclose(float(hinge), np.mean(np.maximum(0.2 - YS, 0)), rtol=1e-5)
+  hinge = M.margin_loss(
+    U.astype(np.float32), V.astype(np.float32), A, hinge_target=0.2
+  )
+  np.testing.assert_allclose(
+    float(hinge), np.mean(np.maximum(0.2 - YS, 0)), rtol=1e-5
+  )
 
 
 def test_infonce_invariant_to_row_shifts_of_scores(problem):
@@ -103,7 +117,9 @@ def test_infonce_invariant_to_row_shifts_of_scores(problem):
   shift = rng.normal(size=(A.shape[0], 1)) * 10
   for variant in ("all", "exclude_other_positives"):
     a = _losses._infonce_rows(jnp.asarray(logits), jnp.asarray(A), variant)
-    b = _losses._infonce_rows(jnp.asarray(logits + shift), jnp.asarray(A), variant)
+    b = _losses._infonce_rows(
+      jnp.asarray(logits + shift), jnp.asarray(A), variant
+    )
     np.testing.assert_allclose(float(a), float(b), rtol=1e-5)
 
 
@@ -138,37 +154,55 @@ def test_fit_free_embeddings_margin_and_seeds_no_retrace():
     assert m <= M.k_sparse_optimal_margin(6, 2) + 1e-5
   with count_traces() as traces:
     M.fit_free_embeddings(
-      jax.random.split(jax.random.key(5), 2), A, 8, loss="margin", steps=400, lr=3e-2
+      jax.random.split(jax.random.key(5), 2),
+      A,
+      8,
+      loss="margin",
+      steps=400,
+      lr=3e-2,
     )
   assert traces["_fit"] == 0  # new seeds and values: no recompilation
 
 
 def test_fit_sequence_of_dimensions_one_program_per_width():
-  """A sequence of dimensions: zero columns beyond each run's width, each width's program
-  compiled once and reused by later calls (only the new width traces)."""
+  """A sequence of dimensions: zero columns beyond each run's width, each
+  width's program compiled once and reused by later calls (only the new width
+  traces)."""
   A = M.k_sparse_relevance(5, 2)
   keys = jax.random.split(jax.random.key(2), 2)
   res = M.fit_free_embeddings(keys, A, [2, 3], loss="sigmoid", steps=20)
   assert res.U.shape == (2, 2, 10, 3) and res.V.shape == (2, 2, 5, 3)
-  assert not np.asarray(res.U[0, :, :, 2:]).any() and not np.asarray(res.V[0, :, :, 2:]).any()
+  assert (
+    not np.asarray(res.U[0, :, :, 2:]).any()
+    and not np.asarray(res.V[0, :, :, 2:]).any()
+  )
   np.testing.assert_allclose(np.linalg.norm(res.U[1], axis=-1), 1.0, rtol=1e-5)
   with count_traces() as traces:
     swapped = M.fit_free_embeddings(keys, A, [3, 2], loss="sigmoid", steps=20)
     M.fit_free_embeddings(keys, A, [4, 2], loss="sigmoid", steps=20)
   assert traces["_fit"] == 1  # width 4 only
-  for a, b in zip(swapped, res, strict=True):  # the same runs, in the order asked for
+  # the same runs, in the order asked for
+  for a, b in zip(swapped, res, strict=True):
     np.testing.assert_array_equal(np.asarray(a[::-1]), np.asarray(b))
 
 
 def test_fit_sigmoid_learns_bias_and_single_key():
   A = M.k_sparse_relevance(6, 2)
-  res = M.fit_free_embeddings(jax.random.key(1), A, 8, loss="sigmoid", steps=300, lr=3e-2)
+  res = M.fit_free_embeddings(
+    jax.random.key(1), A, 8, loss="sigmoid", steps=300, lr=3e-2
+  )
   assert res.U.shape == (15, 8)
   p = A.mean()
   assert float(res.b) != pytest.approx(math.log(p / (1 - p)))
   assert float(M.topk_accuracy(res.U, res.V, A)) == 1.0
   fixed = M.fit_free_embeddings(
-    jax.random.key(1), A, 8, loss="sigmoid", steps=50, learn_bias=False, init_bias=0.0
+    jax.random.key(1),
+    A,
+    8,
+    loss="sigmoid",
+    steps=50,
+    learn_bias=False,
+    init_bias=0.0,
   )
   assert float(fixed.b) == 0.0
   with pytest.raises(ValueError, match="loss"):
@@ -176,8 +210,8 @@ def test_fit_sigmoid_learns_bias_and_single_key():
 
 
 def test_critical_n_small():
-  # d = 2, k = 1: n unit vectors on a circle are always exactly retrievable (top-1),
-  # so the search must reach n_max.
+  # d = 2, k = 1: n unit vectors on a circle are always exactly retrievable
+  # (top-1), so the search must reach n_max.
   n_star, trace = M.critical_n(
     jax.random.key(0), 2, 1, n_max=6, restarts=2, steps=300, return_trace=True
   )

@@ -1,4 +1,5 @@
-"""Bad-input battery for jaxpapers.metrics (eager and under jax.jit), plus degenerate inputs."""
+"""Bad-input battery for jaxpapers.metrics (eager and under jax.jit), plus
+degenerate inputs."""
 
 import jax
 import numpy as np
@@ -140,7 +141,10 @@ CASES = [
     M.ndcg_at_k,
     (SCORES, REL),
     kwargs=dict(k=4),
-    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    match=(
+      r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the "
+      r"whole list"
+    ),
     id="ndcg-k-above-n",
   ),
   Case(
@@ -148,7 +152,10 @@ CASES = [
     M.precision_at_k,
     (SCORES, REL),
     kwargs=dict(k=4),
-    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    match=(
+      r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the "
+      r"whole list"
+    ),
     id="precision-k-above-n",
   ),
   Case(
@@ -156,7 +163,10 @@ CASES = [
     M.recall_at_k,
     (SCORES, REL),
     kwargs=dict(k=4),
-    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    match=(
+      r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the "
+      r"whole list"
+    ),
     id="recall-k-above-n",
   ),
   Case(
@@ -164,7 +174,10 @@ CASES = [
     M.hit_rate_at_k,
     (SCORES, REL),
     kwargs=dict(k=4),
-    match=r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the whole list",
+    match=(
+      r"k=4 exceeds the number of candidates N=3 .*pass k=N to score the "
+      r"whole list"
+    ),
     id="hit-k-above-n",
   ),
   Case(
@@ -243,14 +256,24 @@ CASES = [
   Case(
     "metrics.frechet_distance_from_moments",
     M.frechet_distance_from_moments,
-    (np.zeros(2, f32), np.eye(2, dtype=f32), np.zeros(2, f32), np.eye(3, dtype=f32)),
+    (
+      np.zeros(2, f32),
+      np.eye(2, dtype=f32),
+      np.zeros(2, f32),
+      np.eye(3, dtype=f32),
+    ),
     match=r"must have shape \(2, 2\)",
     id="fd-moments-shape",
   ),
   Case(
     "metrics.frechet_distance_from_moments",
     M.frechet_distance_from_moments,
-    (np.zeros(2, f32), np.diag([np.inf, 1.0]).astype(f32), np.zeros(2, f32), np.eye(2, dtype=f32)),
+    (
+      np.zeros(2, f32),
+      np.diag([np.inf, 1.0]).astype(f32),
+      np.zeros(2, f32),
+      np.eye(2, dtype=f32),
+    ),
     match="must be finite",
     jit="nan",
     id="fd-moments-inf",
@@ -286,31 +309,36 @@ def test_covers_public_api():
 
 
 def test_numpy_int_k_is_accepted():
-  """``k`` may be a numpy integer (e.g. from a config array); it equals the Python int."""
+  """``k`` may be a numpy integer (e.g. from a config array); it equals the
+  Python int."""
   ref = np.asarray(M.recall_at_k(SCORES, REL, 3))
   np.testing.assert_allclose(M.recall_at_k(SCORES, REL, np.int64(3)), ref)
-  np.testing.assert_allclose(M.ndcg_at_k(SCORES, REL, np.int32(2)), M.ndcg_at_k(SCORES, REL, 2))
+  np.testing.assert_allclose(
+    M.ndcg_at_k(SCORES, REL, np.int32(2)), M.ndcg_at_k(SCORES, REL, 2)
+  )
 
 
 def test_degenerate_values():
-  """Documented values: a query with no relevant candidate scores 0 everywhere; k = N is the
-  whole list (k > N is an error, see the battery)."""
+  """Documented values: a query with no relevant candidate scores 0 everywhere;
+  k = N is the whole list (k > N is an error, see the battery)."""
   rel = np.array([[0, 0, 0], [0, 1, 0]], f32)
   for fn in (M.ndcg_at_k, M.hit_rate_at_k, M.recall_at_k, M.precision_at_k):
     assert float(fn(SCORES, rel, 2)[0]) == 0.0
   assert float(M.mrr(SCORES, rel)[0]) == 0.0
   assert float(M.average_precision(SCORES, rel)[0]) == 0.0
-  # k = N: the whole list (recall 1 and precision 1/3 for the query that has relevance).
+  # k = N: the whole list (recall 1 and precision 1/3 for the query that has
+  # relevance).
   assert float(M.recall_at_k(SCORES, rel, 3)[1]) == 1.0
   assert float(M.precision_at_k(SCORES, rel, 3)[1]) == pytest.approx(1 / 3)
-  assert float(M.ndcg_at_k(SCORES, rel, 3)[1]) == 1.0  # relevant candidate ranked first
+  # relevant candidate ranked first
+  assert float(M.ndcg_at_k(SCORES, rel, 3)[1]) == 1.0
   # -inf scores are legal (masked candidates rank last).
   s = np.array([[-np.inf, 0.0, 1.0]], f32)
   assert float(M.mrr(s, np.array([[1, 0, 0]], f32))[0]) == pytest.approx(1 / 3)
   # One class present: balanced accuracy is that class's recall.
-  assert float(M.balanced_accuracy(np.array([1, 1, 0]), np.array([1, 1, 1]), 2)) == pytest.approx(
-    2 / 3
-  )
+  assert float(
+    M.balanced_accuracy(np.array([1, 1, 0]), np.array([1, 1, 1]), 2)
+  ) == pytest.approx(2 / 3)
 
 
 def test_bool_labels_are_zero_one():
@@ -318,13 +346,18 @@ def test_bool_labels_are_zero_one():
   y = np.array([True, False, True, True])
   pred = np.array([True, False, False, True])
   assert float(M.accuracy(pred, y)) == 0.75
-  assert float(M.balanced_accuracy(pred, y, 2)) == pytest.approx((1.0 + 2 / 3) / 2)
+  assert float(M.balanced_accuracy(pred, y, 2)) == pytest.approx(
+    (1.0 + 2 / 3) / 2
+  )
 
 
 def test_binary_probabilities_the_right_way():
-  """The documented fixes for the two rejected forms give the true accuracy 1.0."""
+  """The documented fixes for the two rejected forms give the true accuracy
+  1.0."""
   p = np.array([0.9, 0.2, 0.8], f32)
-  assert float(M.accuracy((p > 0.5).astype(np.int32), np.array([1, 0, 1]))) == 1.0
+  assert (
+    float(M.accuracy((p > 0.5).astype(np.int32), np.array([1, 0, 1]))) == 1.0
+  )
   onehot = np.eye(2, dtype=np.int32)[LABELS]
   assert float(M.accuracy(LOGITS, onehot.argmax(-1))) == 1.0
 

@@ -1,4 +1,5 @@
-"""Independent float64 / brute-force references for the MLAIRE metrics (plain Python loops)."""
+"""Independent float64 / brute-force references for the MLAIRE metrics (plain
+Python loops)."""
 
 import math
 
@@ -12,7 +13,8 @@ def labels(b):
 
 
 def ranks(b, ties="pessimistic"):
-  """Ranks by sorting (−score, tier, index) tuples per query with Python's sorted."""
+  """Ranks by sorting (−score, tier, index) tuples per query with Python's
+  sorted."""
   sem, lm = labels(b)
   q, p = b["scores"].shape
   out = np.full((q, p), p + 1, np.int64)
@@ -21,7 +23,11 @@ def ranks(b, ties="pessimistic"):
 
     def key(j):
       tier = (2 if lm[i, j] else 1) if sem[i, j] else 0
-      return (-float(b["scores"][i, j]), tier if ties == "pessimistic" else 0, j)
+      return (
+        -float(b["scores"][i, j]),
+        tier if ties == "pessimistic" else 0,
+        j,
+      )
 
     for pos, j in enumerate(sorted(valid, key=key)):
       out[i, j] = pos + 1
@@ -53,18 +59,25 @@ def per_query(b, k, ties="pessimistic", w_lang=2.0, w_other=1.0, gain="linear"):
     elig = bool(star) and bool(other)
     rs = min(star) if star else math.inf
     res["lpr_strict"].append((float(elig and rs < min(other)), elig))
-    res["lpr_pairwise"].append((sum(rs < ro for ro in other) / len(other) if elig else 0.0, elig))
+    res["lpr_pairwise"].append(
+      (sum(rs < ro for ro in other) / len(other) if elig else 0.0, elig)
+    )
     top = [j for j in rel if r[i, j] <= k]
     share = sum(lm[i, j] for j in top) / len(top) if top else 0.0
     res["lpr_topk"].append((share, elig and bool(top)))
     for name, g in (
-      ("lang_ndcg", lambda j: (w_lang if lm[i, j] else w_other) if sem[i, j] else 0.0),
+      (
+        "lang_ndcg",
+        lambda j: (w_lang if lm[i, j] else w_other) if sem[i, j] else 0.0,
+      ),
       ("ndcg", lambda j: float(sem[i, j])),
     ):
       gains = {j: g(j) for j in range(p) if b["mask"][i, j]}
       if gain == "exp" and name == "lang_ndcg":
         gains = {j: 2.0**v - 1.0 for j, v in gains.items()}
-      dcg = sum(v / math.log2(r[i, j] + 1) for j, v in gains.items() if r[i, j] <= k)
+      dcg = sum(
+        v / math.log2(r[i, j] + 1) for j, v in gains.items() if r[i, j] <= k
+      )
       ideal = sorted(gains.values(), reverse=True)[:k]
       idcg = sum(v / math.log2(n + 2) for n, v in enumerate(ideal))
       res[name].append((dcg / idcg if idcg > 0 else 0.0, bool(rel)))
@@ -76,7 +89,9 @@ def per_query(b, k, ties="pessimistic", w_lang=2.0, w_other=1.0, gain="linear"):
 
 
 def mean(pairs, group=None):
-  xs = [x for n, (x, e) in enumerate(pairs) if e and (group is None or group[n])]
+  xs = [
+    x for n, (x, e) in enumerate(pairs) if e and (group is None or group[n])
+  ]
   return float(np.mean(xs)) if xs else math.nan
 
 

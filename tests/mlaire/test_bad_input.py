@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.mlaire``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.mlaire``: malformed calls, eagerly and
+under jit."""
 
 import numpy as np
 import pytest
@@ -31,25 +32,83 @@ def _check_ranks_poisoned(out):
 
 
 CASES = [
-  Case("pool_batch", M.pool_batch, (S, DL, DC, MK, QL[:3], QC), match=r"b.q_lang must have shape"),
+  Case(
+    "pool_batch",
+    M.pool_batch,
+    (S, DL, DC, MK, QL[:3], QC),
+    match=(r"b.q_lang must have shape"),
+  ),
   Case(
     "pool_batch",
     M.pool_batch,
     (S, DL.astype(np.float32), DC, MK, QL, QC),
     error=TypeError,
-    match="b.doc_lang must have a integer dtype|b.doc_lang must have an? integer dtype",
+    match=(
+      "b.doc_lang must have a integer dtype|b.doc_lang must have an? integer "
+      "dtype"
+    ),
     id="pool_batch-dtype",
   ),
-  Case("PoolBatch", M.ranks, (S,), error=TypeError, match="b must be a PoolBatch", id="PoolBatch"),
-  Case("ranks", M.ranks, (NAN,), match=NAN_MSG, jit="nan", jit_check=_check_ranks_poisoned),
-  Case("ranks", M.ranks, (GOOD,), {"ties": "random"}, match="ties must be one of", id="ranks-ties"),
-  Case("ranks", M.ranks, (INT_SCORES,), error=TypeError, match="floating dtype", id="ranks-int"),
+  Case(
+    "PoolBatch",
+    M.ranks,
+    (S,),
+    error=TypeError,
+    match=("b must be a PoolBatch"),
+    id=("PoolBatch"),
+  ),
+  Case(
+    "ranks",
+    M.ranks,
+    (NAN,),
+    match=NAN_MSG,
+    jit="nan",
+    jit_check=_check_ranks_poisoned,
+  ),
+  Case(
+    "ranks",
+    M.ranks,
+    (GOOD,),
+    {"ties": "random"},
+    match=("ties must be one of"),
+    id=("ranks-ties"),
+  ),
+  Case(
+    "ranks",
+    M.ranks,
+    (INT_SCORES,),
+    error=TypeError,
+    match="floating dtype",
+    id=("ranks-int"),
+  ),
   Case("lpr", M.lpr, (NAN,), match=NAN_MSG, jit="nan"),
-  Case("lpr", M.lpr, (GOOD,), {"variant": "topk"}, match="k must be given", id="lpr-topk-k"),
-  Case("lpr", M.lpr, (GOOD,), {"k": 3}, match="k is only used", id="lpr-k-strict"),
-  Case("lpr", M.lpr, (GOOD,), {"variant": "soft"}, match="variant must be one of", id="lpr-var"),
+  Case(
+    "lpr",
+    M.lpr,
+    (GOOD,),
+    {"variant": "topk"},
+    match="k must be given",
+    id=("lpr-topk-k"),
+  ),
+  Case(
+    "lpr", M.lpr, (GOOD,), {"k": 3}, match="k is only used", id=("lpr-k-strict")
+  ),
+  Case(
+    "lpr",
+    M.lpr,
+    (GOOD,),
+    {"variant": "soft"},
+    match=("variant must be one of"),
+    id=("lpr-var"),
+  ),
   Case("lang_ndcg", M.lang_ndcg, (NAN, 3), match=NAN_MSG, jit="nan"),
-  Case("lang_ndcg", M.lang_ndcg, (GOOD, 0), match="k must be >= 1", id="lang_ndcg-k"),
+  Case(
+    "lang_ndcg",
+    M.lang_ndcg,
+    (GOOD, 0),
+    match="k must be >= 1",
+    id=("lang_ndcg-k"),
+  ),
   Case(
     "lang_ndcg",
     M.lang_ndcg,
@@ -59,7 +118,12 @@ CASES = [
     id="lang_ndcg-weights",
   ),
   Case(
-    "lang_ndcg", M.lang_ndcg, (GOOD, 3), {"gain": "log"}, match="gain must be one of", id="gain"
+    "lang_ndcg",
+    M.lang_ndcg,
+    (GOOD, 3),
+    {"gain": "log"},
+    match=("gain must be one of"),
+    id=("gain"),
   ),
   Case("semantic_ndcg", M.semantic_ndcg, (NAN, 3), match=NAN_MSG, jit="nan"),
   Case(
@@ -80,9 +144,24 @@ CASES = [
     id="ndcg_per_query-weights",
   ),
   Case("four_way", M.four_way, (NAN,), match=NAN_MSG, jit="nan"),
-  Case("four_way", M.four_way, (GOOD,), {"rank": P + 1}, match="rank must be <= 5", id="fw-rank"),
-  Case("four_way_profile", M.four_way_profile, (NAN, 3), match=NAN_MSG, jit="nan"),
-  Case("four_way_profile", M.four_way_profile, (GOOD, 9), match="k must be <= 5", id="fwp-k"),
+  Case(
+    "four_way",
+    M.four_way,
+    (GOOD,),
+    {"rank": P + 1},
+    match=("rank must be <= 5"),
+    id=("fw-rank"),
+  ),
+  Case(
+    "four_way_profile", M.four_way_profile, (NAN, 3), match=NAN_MSG, jit=("nan")
+  ),
+  Case(
+    "four_way_profile",
+    M.four_way_profile,
+    (GOOD, 9),
+    match="k must be <= 5",
+    id=("fwp-k"),
+  ),
   Case("mlaire_report", M.mlaire_report, (NAN,), match=NAN_MSG, jit="nan"),
   Case(
     "mlaire_report",
@@ -93,7 +172,12 @@ CASES = [
     jit="nan",
     id="report-langs",
   ),
-  Case("language_prior", M.language_prior, (S, DL, QL, float("nan")), match="lam must be a finite"),
+  Case(
+    "language_prior",
+    M.language_prior,
+    (S, DL, QL, float("nan")),
+    match=("lam must be a finite"),
+  ),
   Case(
     "language_prior",
     M.language_prior,
@@ -115,7 +199,9 @@ CASES = [
     (E, LANG + 2, CONT, 2),
     match=r"lang must lie in \[0, n_lang\)",
     jit=None,
-    jit_reason="n_content inferred from data: tested under jit with n_content below",
+    jit_reason=(
+      "n_content inferred from data: tested under jit with n_content below"
+    ),
   ),
   Case(
     "fit_language_offsets",
@@ -140,10 +226,25 @@ CASES = [
     id="remove-lang",
   ),
   Case(
-    "pool_scores", M.pool_scores, (S, DL + 9, MK), match="query must index rows of full", jit="nan"
+    "pool_scores",
+    M.pool_scores,
+    (S, DL + 9, MK),
+    match=("query must index rows of full"),
+    jit=("nan"),
   ),
-  Case("pool_scores", M.pool_scores, (S, DL, MK[:2]), match="mask must have shape", id="ps-mask"),
-  Case("dense_pool_scores", M.dense_pool_scores, (E, E[:, :2], DL, MK), match="must share D"),
+  Case(
+    "pool_scores",
+    M.pool_scores,
+    (S, DL, MK[:2]),
+    match=("mask must have shape"),
+    id=("ps-mask"),
+  ),
+  Case(
+    "dense_pool_scores",
+    M.dense_pool_scores,
+    (E, E[:, :2], DL, MK),
+    match=("must share D"),
+  ),
   Case(
     "dense_pool_scores",
     M.dense_pool_scores,
@@ -200,7 +301,13 @@ CASES = [
     jit_reason=HOST,
   ),
   Case(
-    "tokenize", M.tokenize, (3,), error=AttributeError, match="lower", jit=None, jit_reason=HOST
+    "tokenize",
+    M.tokenize,
+    (3,),
+    error=AttributeError,
+    match="lower",
+    jit=None,
+    jit_reason=HOST,
   ),
   Case(
     "cldr_units",
@@ -269,7 +376,8 @@ CASES = [
   Case(
     "Unit",
     lambda: M.render_passages(
-      [M.Unit("currency", "FR", "EUR", {"en": ("France", "euro")})], ["en", "de"]
+      [M.Unit("currency", "FR", "EUR", {"en": ("France", "euro")})],
+      ["en", "de"],
     ),
     match="has no names in",
     jit=None,
@@ -369,7 +477,9 @@ CASES = [
   ),
 ]
 
-EXEMPT = {"Pools": "a plain record of arrays built by build_pools (no computation)"}
+EXEMPT = {
+  "Pools": ("a plain record of arrays built by build_pools (no computation)")
+}
 
 
 def _corpus():
@@ -391,7 +501,8 @@ def test_every_public_function_has_a_case():
 
 
 def test_degenerate_pools_return_documented_values():
-  # A query whose pool holds no relevant passage scores 0 nDCG; LPR has no eligible query.
+  # A query whose pool holds no relevant passage scores 0 nDCG; LPR has no
+  # eligible query.
   b = M.PoolBatch(S, DL, np.full((Q, P), 9, np.int32), MK, QL, QC)
   assert float(M.semantic_ndcg(b, 3)) == 0.0
   val, n = M.lpr(b)

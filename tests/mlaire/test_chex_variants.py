@@ -1,8 +1,9 @@
 """The MLAIRE pool metrics and interventions, with and without ``jax.jit``.
 
-The metrics take a :class:`PoolBatch` (a pytree, traced) and static settings (cutoffs, tie
-policy, variant; closed over) and are checked against the brute-force references of
-``tests/mlaire/reference.py``; the interventions against float64 NumPy.
+The metrics take a :class:`PoolBatch` (a pytree, traced) and static settings
+(cutoffs, tie policy, variant; closed over) and are checked against the
+brute-force references of ``tests/mlaire/reference.py``; the interventions
+against float64 NumPy.
 """
 
 import functools
@@ -22,7 +23,9 @@ class MlaireVariantsTest(chex.TestCase):
   def test_ranks_under_both_tie_policies(self):
     d = _pools(0)
     for ties in ("pessimistic", "index"):
-      got = self.variant(functools.partial(M.ranks, ties=ties))(M.pool_batch(**d))
+      got = self.variant(functools.partial(M.ranks, ties=ties))(
+        M.pool_batch(**d)
+      )
       chex.assert_shape(got, d["scores"].shape)
       chex.assert_type(got, jnp.int32)
       chex.assert_trees_all_equal(got, ref.ranks(d, ties).astype(np.int32))
@@ -45,7 +48,10 @@ class MlaireVariantsTest(chex.TestCase):
     pq = ref.per_query(d, k)
     pq_exp = ref.per_query(d, k, w_lang=3.0, w_other=0.5, gain="exp")
     want = {
-      f"lpr_{v}": (ref.mean(pq[f"lpr_{v}"]), float(sum(e for _, e in pq[f"lpr_{v}"])))
+      f"lpr_{v}": (
+        ref.mean(pq[f"lpr_{v}"]),
+        float(sum(e for _, e in pq[f"lpr_{v}"])),
+      )
       for v in ("strict", "pairwise")
     }
     want["ndcg"] = np.mean([x for x, _ in pq["ndcg"]])
@@ -56,8 +62,11 @@ class MlaireVariantsTest(chex.TestCase):
   @chex.variants(with_jit=True, without_jit=True)
   def test_four_way_decomposition(self):
     d = _pools(2)
-    rank = 2  # the second candidate: a 0-based or top-1 reading gives other fractions
-    got = self.variant(functools.partial(M.four_way, rank=rank))(M.pool_batch(**d))
+    # the second candidate: a 0-based or top-1 reading gives other fractions
+    rank = 2
+    got = self.variant(functools.partial(M.four_way, rank=rank))(
+      M.pool_batch(**d)
+    )
     chex.assert_shape(got, (4,))
     chex.assert_trees_all_close(got, ref.four_way(d, rank), rtol=1e-6)
     self.assertFalse(np.allclose(ref.four_way(d, 1), ref.four_way(d, rank)))
@@ -84,16 +93,23 @@ class MlaireVariantsTest(chex.TestCase):
         M.language_prior(s, doc_lang, q_lang, lam),
       )
 
-    pool, dense, prior = gathers(full, q_emb, p_emb, doc, mask, query, doc_lang, q_lang, 0.3)
+    pool, dense, prior = gathers(
+      full, q_emb, p_emb, doc, mask, query, doc_lang, q_lang, 0.3
+    )
     chex.assert_shape((pool, dense, prior), (Q, P))
     chex.assert_type((pool, dense, prior), jnp.float32)
     want_pool = np.where(mask, full[query[:, None], doc], 0.0)
     want_dense = np.where(
-      mask, np.einsum("qd,qpd->qp", q_emb[query].astype(np.float64), p_emb[doc]), 0.0
+      mask,
+      np.einsum("qd,qpd->qp", q_emb[query].astype(np.float64), p_emb[doc]),
+      0.0,
     )
     want_prior = want_pool + 0.3 * (doc_lang == q_lang[:, None])
     chex.assert_trees_all_close(
-      (pool, dense, prior), (want_pool, want_dense, want_prior), rtol=1e-5, atol=1e-6
+      (pool, dense, prior),
+      (want_pool, want_dense, want_prior),
+      rtol=1e-5,
+      atol=1e-6,
     )
 
   @chex.variants(with_jit=True, without_jit=True)
@@ -101,9 +117,12 @@ class MlaireVariantsTest(chex.TestCase):
     rng = np.random.default_rng(4)
     n, dim, n_lang, n_content = 24, 5, 4, 7
     emb = rng.normal(size=(n, dim)).astype(np.float32)
-    lang = rng.integers(0, 3, n).astype(np.int32)  # language 3 never appears: zero offset
+    # language 3 never appears: zero offset
+    lang = rng.integers(0, 3, n).astype(np.int32)
     content = rng.integers(0, n_content, n).astype(np.int32)
-    fit = functools.partial(M.fit_language_offsets, n_lang=n_lang, n_content=n_content)
+    fit = functools.partial(
+      M.fit_language_offsets, n_lang=n_lang, n_content=n_content
+    )
 
     @self.variant
     def fit_and_remove(emb, lang, content):
@@ -116,4 +135,6 @@ class MlaireVariantsTest(chex.TestCase):
     chex.assert_shape(cleaned, (n, dim))
     chex.assert_trees_all_close(offsets, want, atol=1e-5)
     x = emb.astype(np.float64) - want[lang]
-    chex.assert_trees_all_close(cleaned, x / np.linalg.norm(x, axis=1, keepdims=True), atol=1e-5)
+    chex.assert_trees_all_close(
+      cleaned, x / np.linalg.norm(x, axis=1, keepdims=True), atol=1e-5
+    )

@@ -1,4 +1,5 @@
-"""Language prior and per-language offset removal against NumPy float64 references."""
+"""Language prior and per-language offset removal against NumPy float64
+references."""
 
 import numpy as np
 import pytest
@@ -31,16 +32,19 @@ def test_offsets_match_reference_with_missing_translations():
   rng = np.random.default_rng(1)
   n, d, n_lang = 40, 5, 4
   emb = rng.normal(size=(n, d)).astype(np.float32)
-  lang = rng.integers(0, 3, n).astype(np.int32)  # language 3 never appears: zero offset
+  # language 3 never appears: zero offset
+  lang = rng.integers(0, 3, n).astype(np.int32)
   content = rng.integers(0, 9, n).astype(np.int32)
   got = np.asarray(M.fit_language_offsets(emb, lang, content, n_lang))
-  np.testing.assert_allclose(got, _ref_offsets(emb, lang, content, n_lang), atol=1e-5)
+  np.testing.assert_allclose(
+    got, _ref_offsets(emb, lang, content, n_lang), atol=1e-5
+  )
   assert np.all(got[3] == 0)
 
 
 def test_offset_removal_makes_exact_translations_identical():
-  # e(p_{κ,ℓ}) = c_κ + μ_ℓ with Σ_ℓ μ_ℓ = 0: the fitted offsets are μ and removing them
-  # leaves the same unit vector for every language version.
+  # e(p_{κ,ℓ}) = c_κ + μ_ℓ with Σ_ℓ μ_ℓ = 0: the fitted offsets are μ and
+  # removing them leaves the same unit vector for every language version.
   rng = np.random.default_rng(2)
   n_u, n_l, d = 7, 3, 6
   c = rng.normal(size=(n_u, d))
@@ -51,9 +55,13 @@ def test_offset_removal_makes_exact_translations_identical():
   content = np.repeat(np.arange(n_u), n_l).astype(np.int32)
   fit = np.asarray(M.fit_language_offsets(emb, lang, content, n_l))
   np.testing.assert_allclose(fit, mu, atol=1e-5)
-  out = np.asarray(M.remove_language_offsets(emb, lang, fit)).reshape(n_u, n_l, d)
+  out = np.asarray(M.remove_language_offsets(emb, lang, fit)).reshape(
+    n_u, n_l, d
+  )
   want = c / np.linalg.norm(c, axis=1, keepdims=True)
-  np.testing.assert_allclose(out, np.broadcast_to(want[:, None], out.shape), atol=1e-5)
+  np.testing.assert_allclose(
+    out, np.broadcast_to(want[:, None], out.shape), atol=1e-5
+  )
 
 
 def test_remove_offsets_matches_reference():
@@ -77,7 +85,7 @@ def test_offsets_need_n_content_under_jit():
     jax.jit(lambda e, l, c: M.fit_language_offsets(e, l, c, 2))(
       emb, np.zeros(2, np.int32), np.zeros(2, np.int32)
     )
-  out = jax.jit(lambda e, l, c: M.fit_language_offsets(e, l, c, 2, n_content=1))(
-    emb, np.zeros(2, np.int32), np.zeros(2, np.int32)
-  )
+  out = jax.jit(
+    lambda e, l, c: M.fit_language_offsets(e, l, c, 2, n_content=1)
+  )(emb, np.zeros(2, np.int32), np.zeros(2, np.int32))
   assert out.shape == (2, 3)

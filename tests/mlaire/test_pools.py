@@ -34,11 +34,15 @@ def test_render_gives_parallel_versions(corpus):
   np.testing.assert_array_equal(c.content[:6], [0, 0, 0, 1, 1, 1])
   u = c.units[0]
   for l, lang in enumerate(LANGS):
-    assert u.names[lang][0] in c.passages[l] and u.names[lang][1] in c.passages[l]
+    assert (
+      u.names[lang][0] in c.passages[l] and u.names[lang][1] in c.passages[l]
+    )
     assert u.names[lang][0] in c.queries[l]
-  # The same paraphrase in every language of a unit (translations of each other).
+  # The same paraphrase in every language of a unit (translations of each
+  # other).
   first = [
-    c.passages[i].startswith(("The official", "Die offizielle", "La monnaie")) for i in range(3)
+    c.passages[i].startswith(("The official", "Die offizielle", "La monnaie"))
+    for i in range(3)
   ]
   assert len(set(first)) == 1
 
@@ -47,7 +51,9 @@ def test_render_gives_parallel_versions(corpus):
 def test_pool_composition(corpus, variant):
   _, c = corpus
   n_l = len(LANGS)
-  p = M.build_pools(c, variant=variant, n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1)
+  p = M.build_pools(
+    c, variant=variant, n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1
+  )
   assert p.doc.shape == (len(c.units) * n_l, 24)
   for i in range(p.doc.shape[0]):
     d = p.doc[i, p.mask[i]]
@@ -62,33 +68,49 @@ def test_pool_composition(corpus, variant):
     assert (hard & lm).sum() == 3 + (2 if variant == "C" else 0)
     assert (~same_fact).sum() == 4
     np.testing.assert_array_equal(p.doc_lang[i, p.mask[i]], c.lang[d])
-  again = M.build_pools(c, variant=variant, n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1)
+  again = M.build_pools(
+    c, variant=variant, n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1
+  )
   np.testing.assert_array_equal(again.doc, p.doc)
-  other = M.build_pools(c, variant=variant, n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=2)
+  other = M.build_pools(
+    c, variant=variant, n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=2
+  )
   assert not np.array_equal(other.doc, p.doc)
 
 
 def test_shared_surface_fraction_counts_identical_names():
-  u1 = M.Unit("currency", "BR", "BRL", {"en": ("Brazil", "x"), "de": ("Brasilien", "x")})
-  u2 = M.Unit("currency", "PE", "PEN", {"en": ("Peru", "x"), "de": ("Peru", "x")})
+  u1 = M.Unit(
+    "currency", "BR", "BRL", {"en": ("Brazil", "x"), "de": ("Brasilien", "x")}
+  )
+  u2 = M.Unit(
+    "currency", "PE", "PEN", {"en": ("Peru", "x"), "de": ("Peru", "x")}
+  )
   c = M.render_passages([u1, u2], ("en", "de"))
   assert M.shared_surface_fraction(c) == 0.5
 
 
 def test_sample_units_keeps_per_fact_in_order():
-  units = [M.Unit(f, f"{f[0]}{i}", "v", {"en": ("x", "v")}) for i in range(5) for f in M.FACT_TYPES]
+  units = [
+    M.Unit(f, f"{f[0]}{i}", "v", {"en": ("x", "v")})
+    for i in range(5)
+    for f in M.FACT_TYPES
+  ]
   kept = M.sample_units(units, 3, seed=0)
   assert [u.fact for u in kept] == ["currency"] * 3 + ["official_language"] * 3
   for fact in M.FACT_TYPES:
     pos = [units.index(u) for u in kept if u.fact == fact]
-    assert pos == sorted(pos) and len(set(pos)) == 3  # distinct, in the given order
+    # distinct, in the given order
+    assert pos == sorted(pos) and len(set(pos)) == 3
   assert M.sample_units(units, 3, seed=0) == kept  # seeded
-  assert len(M.sample_units(units, 9, seed=0)) == 10  # all 5 of each type when fewer
+  # all 5 of each type when fewer
+  assert len(M.sample_units(units, 9, seed=0)) == 10
 
 
 def test_trivial_scores_order_the_pool_as_their_names_say(corpus):
   _, c = corpus
-  p = M.build_pools(c, variant="A", n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1)
+  p = M.build_pools(
+    c, variant="A", n_hard=3, n_easy=4, n_trap=2, p_max=24, seed=1
+  )
   s = M.trivial_scores(p, np.random.default_rng(0))
   # The same draws in the same order, in float64 NumPy.
   rng = np.random.default_rng(0)

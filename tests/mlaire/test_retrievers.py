@@ -1,4 +1,5 @@
-"""Retrievers: e5 prefixes, BM25 against its formula, char n-grams, pool gathers."""
+"""Retrievers: e5 prefixes, BM25 against its formula, char n-grams, pool
+gathers."""
 
 import math
 
@@ -9,13 +10,17 @@ import jaxpapers.mlaire as M
 
 
 def test_e5_prefixes_are_applied_and_refused_when_doubled():
-  texts = ["Die offizielle Währung von Frankreich ist Euro.", "La moneda oficial de Japón es yen."]
+  texts = [
+    "Die offizielle Währung von Frankreich ist Euro.",
+    "La moneda oficial de Japón es yen.",
+  ]
   q = M.e5_embed(texts, kind="query")
   p = M.e5_embed(texts, kind="passage")
   assert q.shape == (2, 384) and q.dtype == np.float32
   np.testing.assert_allclose(np.linalg.norm(p, axis=1), 1.0, atol=1e-4)
   assert np.max(np.abs(q - p)) > 1e-3  # the engine adds different prefixes
-  np.testing.assert_array_equal(M.e5_embed(texts[:1], kind="query"), q[:1])  # cached
+  # cached
+  np.testing.assert_array_equal(M.e5_embed(texts[:1], kind="query"), q[:1])
   with pytest.raises(ValueError, match="must not carry an E5 prefix"):
     M.e5_embed(["query: what is the currency of France?"], kind="query")
 
@@ -51,14 +56,25 @@ def _bm25_ref(queries, docs, k1=1.5, b=0.75):
 
 
 def test_bm25_matches_the_lucene_formula():
-  docs = ["the euro is the currency of France", "yen of Japan", "euro euro Germany", "Brasil real"]
+  docs = [
+    "the euro is the currency of France",
+    "yen of Japan",
+    "euro euro Germany",
+    "Brasil real",
+  ]
   queries = ["currency of France", "euro", "Brasil Japan", "nothing here"]
-  np.testing.assert_allclose(M.bm25_scores(queries, docs), _bm25_ref(queries, docs), rtol=1e-5)
+  np.testing.assert_allclose(
+    M.bm25_scores(queries, docs), _bm25_ref(queries, docs), rtol=1e-5
+  )
 
 
 def test_char_ngrams_identity_and_disjoint():
   s = M.char_ngram_scores(["Frankreich", "zzzz"], ["Frankreich", "qqqq"])
-  assert s[0, 0] == pytest.approx(1.0, abs=1e-6) and s[0, 1] == 0.0 and s[1, 0] == 0.0
+  assert (
+    s[0, 0] == pytest.approx(1.0, abs=1e-6)
+    and s[0, 1] == 0.0
+    and s[1, 0] == 0.0
+  )
 
 
 def test_pool_gathers_match_numpy_indexing():
@@ -73,4 +89,6 @@ def test_pool_gathers_match_numpy_indexing():
   qe = rng.normal(size=(5, 3)).astype(np.float32)
   pe = rng.normal(size=(9, 3)).astype(np.float32)
   want = np.where(mask, (qe @ pe.T)[query[:, None], np.maximum(doc, 0)], 0.0)
-  np.testing.assert_allclose(M.dense_pool_scores(qe, pe, doc, mask, query), want, rtol=1e-5)
+  np.testing.assert_allclose(
+    M.dense_pool_scores(qe, pe, doc, mask, query), want, rtol=1e-5
+  )

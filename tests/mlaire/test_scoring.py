@@ -13,7 +13,9 @@ def setup():
   units = M.sample_units(M.cldr_units(LANGS), 6, seed=0)
   corpus = M.render_passages(units, LANGS, seed=0)
   pools = {
-    v: M.build_pools(corpus, variant=v, n_hard=2, n_easy=3, n_trap=2, p_max=16, seed=i)
+    v: M.build_pools(
+      corpus, variant=v, n_hard=2, n_easy=3, n_trap=2, p_max=16, seed=i
+    )
     for i, v in enumerate("AC")
   }
   r = np.random.default_rng(1)
@@ -25,13 +27,20 @@ def setup():
 
 
 def test_prior_name():
-  assert M.prior_name(0.05) == "e5_prior_0p05" and M.prior_name(1) == "e5_prior_1"
+  assert (
+    M.prior_name(0.05) == "e5_prior_0p05" and M.prior_name(1) == "e5_prior_1"
+  )
 
 
 def test_score_pools_matches_numpy(setup):
   corpus, pools, emb = setup
   s = M.score_pools(
-    corpus, pools, np.random.default_rng(0), emb=emb, calib=np.arange(4), lambdas=(0.1,)
+    corpus,
+    pools,
+    np.random.default_rng(0),
+    emb=emb,
+    calib=np.arange(4),
+    lambdas=(0.1,),
   )
   assert list(s) == [
     "bm25",
@@ -53,7 +62,9 @@ def test_score_pools_matches_numpy(setup):
     prior = s["e5_prior_0p1"][v] - s["e5"][v]
     assert np.all(prior[p.mask & ~same] <= prior[p.mask & same].min() + 1e-6)
     # The trivial controls draw their noise pool by pool, three arrays each.
-    np.testing.assert_allclose(s["random"][v], rng.random(p.doc.shape), rtol=1e-6)
+    np.testing.assert_allclose(
+      s["random"][v], rng.random(p.doc.shape), rtol=1e-6
+    )
     for _ in range(2):  # lang_only's and blind_oracle's draws
       rng.random(p.doc.shape)
   # Without embeddings there is no e5 retriever.

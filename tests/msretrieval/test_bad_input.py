@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.msretrieval``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.msretrieval``: malformed calls, eagerly and
+under jit."""
 
 import jax
 import numpy as np
@@ -36,8 +37,12 @@ def _all_ones_words(out):
 
 
 CASES = [
-  Case("tanimoto", M.tanimoto, (BAD_FP, FP), match="a must be binary", jit="nan"),
-  Case("tanimoto", M.tanimoto, (FP, FP[:, :4]), match="same F", id="tanimoto-F"),
+  Case(
+    "tanimoto", M.tanimoto, (BAD_FP, FP), match="a must be binary", jit=("nan")
+  ),
+  Case(
+    "tanimoto", M.tanimoto, (FP, FP[:, :4]), match="same F", id=("tanimoto-F")
+  ),
   Case(
     "thresholded_tanimoto",
     M.thresholded_tanimoto,
@@ -45,8 +50,21 @@ CASES = [
     {"threshold": float("nan")},
     match="threshold must be a finite",
   ),
-  Case("pack_bits", M.pack_bits, (BAD_FP,), match=BINARY, jit="nan", jit_check=_all_ones_words),
-  Case("packed_tanimoto", M.packed_tanimoto, (P, P), error=TypeError, match="a_words must be"),
+  Case(
+    "pack_bits",
+    M.pack_bits,
+    (BAD_FP,),
+    match=BINARY,
+    jit="nan",
+    jit_check=_all_ones_words,
+  ),
+  Case(
+    "packed_tanimoto",
+    M.packed_tanimoto,
+    (P, P),
+    error=TypeError,
+    match=("a_words must be"),
+  ),
   Case(
     "continuous_tanimoto",
     M.continuous_tanimoto,
@@ -85,8 +103,16 @@ CASES = [
     match="sim must be one of",
     id="candidate_scores-sim",
   ),
-  Case("bce_loss", M.bce_loss, (Z, BAD_FP), match="fp must be binary", jit="nan"),
-  Case("focal_loss", M.focal_loss, (Z, FP), {"gamma": -1.0}, match="gamma must be >= 0"),
+  Case(
+    "bce_loss", M.bce_loss, (Z, BAD_FP), match="fp must be binary", jit=("nan")
+  ),
+  Case(
+    "focal_loss",
+    M.focal_loss,
+    (Z, FP),
+    {"gamma": -1.0},
+    match=("gamma must be >= 0"),
+  ),
   Case("cosine_loss", M.cosine_loss, (Z, FP[:2]), match="fp must have shape"),
   Case(
     "soft_iou_loss",
@@ -176,7 +202,13 @@ CASES = [
     match="cands must be binary",
     jit="nan",
   ),
-  Case("hr1_regret", M.hr1_regret, (PI, C2, C2[0]), {"sim": "dice"}, match="sim must be"),
+  Case(
+    "hr1_regret",
+    M.hr1_regret,
+    (PI, C2, C2[0]),
+    {"sim": "dice"},
+    match=("sim must be"),
+  ),
   Case(
     "hr1_regret",
     M.hr1_regret,
@@ -222,7 +254,13 @@ CASES = [
     jit="nan",
     id="merge_duplicate_candidates-posterior",
   ),
-  Case("similarity_band", M.similarity_band, (C2 * 3,), match="cands must be binary", jit="nan"),
+  Case(
+    "similarity_band",
+    M.similarity_band,
+    (C2 * 3,),
+    match=("cands must be binary"),
+    jit=("nan"),
+  ),
   Case(
     "FingerprintMLP",
     lambda: M.FingerprintMLP(0, 8, rngs=nnx.Rngs(0)),
@@ -239,7 +277,12 @@ CASES = [
     jit_reason=STATIC,
   ),
   Case(
-    "make_optimizer", M.make_optimizer, (0.0,), match="lr must be > 0", jit=None, jit_reason=STATIC
+    "make_optimizer",
+    M.make_optimizer,
+    (0.0,),
+    match="lr must be > 0",
+    jit=None,
+    jit_reason=STATIC,
   ),
   Case(
     "weighted_loss",
@@ -255,7 +298,17 @@ CASES = [
     match="sims must be drawn from",
   ),
   *(
-    Case(name, fn, args, kwargs, error=err, match=match, jit=None, jit_reason=HOST, id=cid or "")
+    Case(
+      name,
+      fn,
+      args,
+      kwargs,
+      error=err,
+      match=match,
+      jit=None,
+      jit_reason=HOST,
+      id=cid or "",
+    )
     for name, fn, args, kwargs, err, match, cid in (
       (
         "toy_regret_problems",
@@ -275,7 +328,15 @@ CASES = [
         r"flips must be .*\[0, 1\]",
         "toy_regret_problems-flips",
       ),
-      ("toy_regret_summary", M.toy_regret_summary, ([],), {}, ValueError, "rows must be", None),
+      (
+        "toy_regret_summary",
+        M.toy_regret_summary,
+        ([],),
+        {},
+        ValueError,
+        "rows must be",
+        None,
+      ),
       (
         "lemma_check",
         M.lemma_check,
@@ -312,7 +373,15 @@ CASES = [
         r"k must be an int in \[1, 3\]",
         None,
       ),
-      ("pool_summary", M.pool_summary, ({"fps": FP},), {}, KeyError, "data lacks", None),
+      (
+        "pool_summary",
+        M.pool_summary,
+        ({"fps": FP},),
+        {},
+        KeyError,
+        "data lacks",
+        None,
+      ),
       (
         "simulated_benchmark",
         M.simulated_benchmark,
@@ -429,13 +498,15 @@ def test_covers_public_api():
   assert_covers(M, CASES, EXEMPT)
 
 
-# ------------------------------------------------------------ degenerate but legal input
+# --------------------------------------------------- degenerate but legal input
 
 
 def test_empty_fingerprints_have_similarity_zero():
   z = np.zeros((2, 5), np.uint8)
   assert np.all(np.asarray(M.tanimoto(z, z)) == 0)
-  assert np.all(np.asarray(M.packed_tanimoto(M.pack_bits(z), M.pack_bits(z))) == 0)
+  assert np.all(
+    np.asarray(M.packed_tanimoto(M.pack_bits(z), M.pack_bits(z))) == 0
+  )
   assert np.all(np.asarray(M.continuous_tanimoto(z, z)) == 0)
   s = M.candidate_scores(
     np.zeros((1, 5), np.float32), z[None], np.ones((1, 2), bool), sim="tanimoto"

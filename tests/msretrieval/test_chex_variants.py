@@ -1,9 +1,9 @@
-"""Fingerprint losses, similarities, candidate scoring, HR@k and the optimizer step, with and
-without ``jax.jit``, against float64 NumPy (the transcriptions of ``test_losses`` and
-``test_similarity`` where they exist).
+"""Fingerprint losses, similarities, candidate scoring, HR@k and the optimizer
+step, with and without ``jax.jit``, against float64 NumPy (the transcriptions of
+``test_losses`` and ``test_similarity`` where they exist).
 
-Static settings (``gamma``, ``temperature``, ``sim``, ``k``, ``ties``, the optimizer's
-hyper-parameters) are closed over.
+Static settings (``gamma``, ``temperature``, ``sim``, ``k``, ``ties``, the
+optimizer's hyper-parameters) are closed over.
 """
 
 import chex
@@ -12,7 +12,17 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxpapers.msretrieval as M
-from tests.msretrieval.test_losses import BCE, LAB, MASK, P, S, Y, Z, _np_list, _np_pair
+from tests.msretrieval.test_losses import (
+  BCE,
+  LAB,
+  MASK,
+  P,
+  S,
+  Y,
+  Z,
+  _np_list,
+  _np_pair,
+)
 from tests.msretrieval.test_similarity import _np_tanimoto
 
 
@@ -59,7 +69,8 @@ class MsretrievalVariantsTest(chex.TestCase):
   def test_similarities(self):
     rng = np.random.default_rng(5)
     a = (rng.random((3, 4, 40)) < 0.3).astype(np.float32)
-    b = (rng.random((4, 40)) < 0.3).astype(np.float32)  # broadcasts over a's leading axis
+    # broadcasts over a's leading axis
+    b = (rng.random((4, 40)) < 0.3).astype(np.float32)
     a[0, 0] = 0.0
     b[0] = 0.0  # both empty: 0 by convention
     p = rng.random((3, 4, 40)).astype(np.float32)
@@ -75,14 +86,19 @@ class MsretrievalVariantsTest(chex.TestCase):
       }
 
     got = sims(a, b, p)
-    p64, b64 = p.astype(np.float64), np.broadcast_to(b, p.shape).astype(np.float64)
+    p64, b64 = (
+      p.astype(np.float64),
+      np.broadcast_to(b, p.shape).astype(np.float64),
+    )
     norm = np.linalg.norm(p64, axis=-1) * np.linalg.norm(b64, axis=-1)
     want = {
       "tanimoto": _np_tanimoto(a, np.broadcast_to(b, a.shape)),
       "packed": _np_tanimoto(a, np.broadcast_to(b, a.shape)),
       "thresholded": _np_tanimoto(p > 0.6, b64),
       "continuous": np.minimum(p64, b64).sum(-1) / np.maximum(p64, b64).sum(-1),
-      "cosine": np.where(norm > 0, (p64 * b64).sum(-1) / np.maximum(norm, 1e-8), 0.0),
+      "cosine": np.where(
+        norm > 0, (p64 * b64).sum(-1) / np.maximum(norm, 1e-8), 0.0
+      ),
     }
     chex.assert_shape(list(got.values()), (3, 4))
     chex.assert_type(list(got.values()), jnp.float32)
@@ -100,8 +116,11 @@ class MsretrievalVariantsTest(chex.TestCase):
     want = np.minimum(q, t).sum(-1) / np.maximum(q, t).sum(-1)
     order = np.argsort(-np.where(mask, want, -np.inf), axis=1)
     labels = np.zeros((B, C), bool)
-    # The positive ranks first (a hit), second (a hit only at k >= 2), last (a miss).
-    labels[0, order[0, 0]] = labels[1, order[1, 1]] = labels[2, order[2, -1]] = True
+    # The positive ranks first (a hit), second (a hit only at k >= 2), last (a
+    # miss).
+    labels[0, order[0, 0]] = labels[1, order[1, 1]] = labels[
+      2, order[2, -1]
+    ] = True
 
     @self.variant
     def score_and_hit(pred, cand, mask, labels):
@@ -111,7 +130,8 @@ class MsretrievalVariantsTest(chex.TestCase):
 
     scores, hit = score_and_hit(pred, cand, mask, labels)
     chex.assert_shape(scores, (B, C))
-    chex.assert_trees_all_equal(np.isneginf(np.asarray(scores)), ~mask)  # padding scores -inf
+    # padding scores -inf
+    chex.assert_trees_all_equal(np.isneginf(np.asarray(scores)), ~mask)
     chex.assert_trees_all_close(np.asarray(scores)[mask], want[mask], rtol=1e-5)
     chex.assert_shape(hit, (B,))
     chex.assert_trees_all_close(hit, np.array([1.0, 1.0, 0.0]))
@@ -120,10 +140,16 @@ class MsretrievalVariantsTest(chex.TestCase):
   def test_optimizer_steps_match_clipped_adam_with_warmup(self):
     lr, warmup, clip = 0.1, 4, 1.0
     opt = M.make_optimizer(lr, warmup_steps=warmup, clip_norm=clip)
-    params = {"w": np.array([0.5, -1.0, 2.0], np.float32), "b": np.array(0.3, np.float32)}
+    params = {
+      "w": np.array([0.5, -1.0, 2.0], np.float32),
+      "b": np.array(0.3, np.float32),
+    }
     rng = np.random.default_rng(7)
     grads = [
-      {"w": rng.normal(size=3).astype(np.float32) * s, "b": np.float32(rng.normal() * s)}
+      {
+        "w": rng.normal(size=3).astype(np.float32) * s,
+        "b": np.float32(rng.normal() * s),
+      }
       for s in (3.0, 0.2, 1.0)
     ]
     step = self.variant(lambda p, s, g: opt.update(g, s, p))
@@ -132,8 +158,11 @@ class MsretrievalVariantsTest(chex.TestCase):
     for g in grads:
       updates, state = step(p, state, g)
       p = jax.tree.map(lambda x, u: x + u, p, updates)
-    # float64 Adam (b1 = 0.9, b2 = 0.999, eps = 1e-8) after global-norm clipping.
-    flat = lambda t: np.concatenate([np.ravel(t["w"]), np.ravel(t["b"])]).astype(np.float64)
+    # float64 Adam (b1 = 0.9, b2 = 0.999, eps = 1e-8) after global-norm
+    # clipping.
+    flat = lambda t: np.concatenate(
+      [np.ravel(t["w"]), np.ravel(t["b"])]
+    ).astype(np.float64)
     x, m, v = flat(params), 0.0, 0.0
     for t, g in enumerate(grads):
       g = flat(g)

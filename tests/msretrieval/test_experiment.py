@@ -18,13 +18,18 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch, caplog):
   rec = json.loads((tmp_path / "results.json").read_text())
   assert {"frontier.png", "toy_regret.png"} <= set(rec["plots"])
   assert "**Objectives**" in rec["table_markdown"]
-  assert all(c["verdict"] is None for c in rec["claims"])  # a smoke run judges nothing
+  # a smoke run judges nothing
+  assert all(c["verdict"] is None for c in rec["claims"])
   assert set(metrics["objectives"]) == set(cfg.losses)
   for loss in cfg.losses:
     for pool in train.POOLS:
       o = metrics["objectives"][loss][pool]
       assert (
-        0 <= o["hr/cosine@1"]["mean"] <= o["hr/cosine@5"]["mean"] <= o["hr/cosine@20"]["mean"] <= 1
+        0
+        <= o["hr/cosine@1"]["mean"]
+        <= o["hr/cosine@5"]["mean"]
+        <= o["hr/cosine@20"]["mean"]
+        <= 1
       )
       assert 0 <= o["fp/tanimoto"]["mean"] <= 1
   assert len(metrics["runs"]) == len(cfg.losses) * cfg.seeds
@@ -32,23 +37,38 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch, caplog):
   r = metrics["baselines"]["random"]["mass"]["hr/random@20"]
   assert abs(r - 20 / cfg.eval_cands) < 0.3
   toy = metrics["toy"]
-  assert toy["dedup"]["lemma_violations"] == 0 and toy["dedup"]["duplicates_left"] == 0
+  assert (
+    toy["dedup"]["lemma_violations"] == 0
+    and toy["dedup"]["duplicates_left"] == 0
+  )
   assert metrics["derived"]["toy_mean_regret_jaccard"] >= 0
-  # Without ties the retrieval-optimal fingerprint has no regret; with them it may.
+  # Without ties the retrieval-optimal fingerprint has no regret; with them it
+  # may.
   assert toy["dedup"]["mean_regret_oracle"] == 0.0
-  assert toy["raw"]["problems"] == toy["dedup"]["problems"] + toy["dedup"]["left_out"]
-  # Deduplicated pools: no fingerprint twice; the pools before deduplication are reported.
+  assert (
+    toy["raw"]["problems"]
+    == toy["dedup"]["problems"] + toy["dedup"]["left_out"]
+  )
+  # Deduplicated pools: no fingerprint twice; the pools before deduplication are
+  # reported.
   for pool in train.POOLS:
     assert metrics["data"]["pool_ties"][pool]["any_tied"] == 0.0
     assert pool in metrics["data"]["raw_pool_ties"]
   shuffled = metrics["derived"]["misalignment_z_hard_shuffled_all"]
   assert len(shuffled) == cfg.placebo_shuffles
-  assert metrics["derived"]["misalignment_z_hard_shuffled"] == pytest.approx(np.median(shuffled))
-  # Resume: a rerun reads every cell back instead of training again; the cached data, cut off
-  # (by a crash of the machine, say), is prepared again with a warning naming it.
-  monkeypatch.setattr(train, "_train", lambda *a, **k: (_ for _ in ()).throw(AssertionError))
+  assert metrics["derived"]["misalignment_z_hard_shuffled"] == pytest.approx(
+    np.median(shuffled)
+  )
+  # Resume: a rerun reads every cell back instead of training again; the cached
+  # data, cut off (by a crash of the machine, say), is prepared again with a
+  # warning naming it.
   monkeypatch.setattr(
-    train.M, "toy_regret_problems", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+    train, "_train", lambda *a, **k: (_ for _ in ()).throw(AssertionError)
+  )
+  monkeypatch.setattr(
+    train.M,
+    "toy_regret_problems",
+    lambda *a, **k: (_ for _ in ()).throw(AssertionError),
   )
   data = tmp_path / "data.npz"
   data.write_bytes(data.read_bytes()[:1000])
@@ -59,12 +79,19 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch, caplog):
 
 
 def test_derived_metrics_and_claims_decide_as_written():
-  """The pre-set rule on constructed summaries: agreement -> 0, a clear split -> held."""
+  """The pre-set rule on constructed summaries: agreement -> 0, a clear split ->
+  held."""
 
   def summ(tan, hr, sd=0.01):
     return {
-      "mass": {"fp/tanimoto": {"mean": tan, "std": sd}, "hr/cosine@1": {"mean": hr, "std": sd}},
-      "hard": {"fp/tanimoto": {"mean": tan, "std": sd}, "hr/cosine@1": {"mean": hr, "std": sd}},
+      "mass": {
+        "fp/tanimoto": {"mean": tan, "std": sd},
+        "hr/cosine@1": {"mean": hr, "std": sd},
+      },
+      "hard": {
+        "fp/tanimoto": {"mean": tan, "std": sd},
+        "hr/cosine@1": {"mean": hr, "std": sd},
+      },
     }
 
   base = {
@@ -86,34 +113,60 @@ def test_derived_metrics_and_claims_decide_as_written():
     "duplicates_left": 0,
     "lemma_violations": 0,
   }
-  raw = {"mean_regret_jaccard": 0.05, "duplicate_share": 0.4, "regret_high_minus_low": 0.1}
+  raw = {
+    "mean_regret_jaccard": 0.05,
+    "duplicate_share": 0.4,
+    "regret_high_minus_low": 0.1,
+  }
   toy = {"dedup": dedup, "raw": raw}
   split = {"bce": summ(0.50, 0.20), "list_fp_cos": summ(0.40, 0.30)}
-  d = train.derived_metrics({"objectives": split, "seeds": 3, "baselines": base, "toy": toy})
+  d = train.derived_metrics(
+    {"objectives": split, "seeds": 3, "baselines": base, "toy": toy}
+  )
   se = np.sqrt(2 * 0.01**2 / 3)
   assert d["misalignment_z_mass"] == pytest.approx(0.1 / se)
-  assert d["best_tanimoto_loss_mass"] == "bce" and d["best_hr1_loss_mass"] == "list_fp_cos"
+  assert (
+    d["best_tanimoto_loss_mass"] == "bce"
+    and d["best_hr1_loss_mass"] == "list_fp_cos"
+  )
   agree = {"bce": summ(0.50, 0.30), "list_fp_cos": summ(0.40, 0.20)}
-  d2 = train.derived_metrics({"objectives": agree, "seeds": 3, "baselines": base, "toy": toy})
+  d2 = train.derived_metrics(
+    {"objectives": agree, "seeds": 3, "baselines": base, "toy": toy}
+  )
   assert d2["misalignment_z_mass"] == 0.0 and d2["kendall_tau_mass"] == 1.0
-  # A shuffled-label control at 0.5 does not clear the rule; one at 3 makes the claim vacuous.
+  # A shuffled-label control at 0.5 does not clear the rule; one at 3 makes the
+  # claim vacuous.
   d["misalignment_z_mass_shuffled"] = 0.5
-  verdicts = {v["claim_id"]: v["verdict"] for v in core.judge_all(default.CLAIMS, {"derived": d})}
+  verdicts = {
+    v["claim_id"]: v["verdict"]
+    for v in core.judge_all(default.CLAIMS, {"derived": d})
+  }
   assert verdicts["misalignment_mass"] == "held"
   assert verdicts["toy_regret_positive"] == "held"
   assert verdicts["toy_regret_grows_with_sigma_max"] == "held"
   vac = {**d, "misalignment_z_mass_shuffled": 3.0}
-  v = {v["claim_id"]: v for v in core.judge_all(default.CLAIMS, {"derived": vac})}
+  v = {
+    v["claim_id"]: v for v in core.judge_all(default.CLAIMS, {"derived": vac})
+  }
   assert v["misalignment_mass"]["verdict"] == "inconclusive"
   assert v["misalignment_mass"]["guard"] == "controls"
-  # Ties left in the toy problems, or a tie-driven oracle regret, stop the toy claims.
+  # Ties left in the toy problems, or a tie-driven oracle regret, stop the toy
+  # claims.
   tied = {**d, "toy_duplicates_left": 3, "toy_mean_regret_oracle": 0.01}
-  v = {v["claim_id"]: v for v in core.judge_all(default.CLAIMS, {"derived": tied})}
+  v = {
+    v["claim_id"]: v for v in core.judge_all(default.CLAIMS, {"derived": tied})
+  }
   assert v["toy_regret_positive"]["guard"] == "requires"
   untied_oracle = {**d, "toy_mean_regret_oracle": 0.01}
-  v = {v["claim_id"]: v for v in core.judge_all(default.CLAIMS, {"derived": untied_oracle})}
+  v = {
+    v["claim_id"]: v
+    for v in core.judge_all(default.CLAIMS, {"derived": untied_oracle})
+  }
   assert v["toy_regret_positive"]["guard"] == "controls"
-  verdicts2 = {v["claim_id"]: v["verdict"] for v in core.judge_all(default.CLAIMS, {"derived": d2})}
+  verdicts2 = {
+    v["claim_id"]: v["verdict"]
+    for v in core.judge_all(default.CLAIMS, {"derived": d2})
+  }
   assert verdicts2["misalignment_mass"] == "not reproduced"
 
 

@@ -23,7 +23,9 @@ def test_focal(gamma):
 
 
 def test_focal_gamma_zero_is_bce():
-  assert float(M.focal_loss(Z, Y, gamma=0.0)) == pytest.approx(float(M.bce_loss(Z, Y)), rel=1e-6)
+  assert float(M.focal_loss(Z, Y, gamma=0.0)) == pytest.approx(
+    float(M.bce_loss(Z, Y)), rel=1e-6
+  )
 
 
 def test_cosine_acts_on_probabilities():
@@ -82,7 +84,9 @@ def test_contrastive_ignores_padding_and_second_positive_scores():
   s2[2, 5] = 50.0  # padded slot
   s2[1, 4] = 50.0  # the second positive
   for fn in (M.listwise_contrastive_loss, M.pairwise_contrastive_loss):
-    assert float(fn(s2, LAB, MASK)) == pytest.approx(float(fn(S, LAB, MASK)), rel=1e-6)
+    assert float(fn(s2, LAB, MASK)) == pytest.approx(
+      float(fn(S, LAB, MASK)), rel=1e-6
+    )
 
 
 def test_contrastive_without_usable_query_is_zero():

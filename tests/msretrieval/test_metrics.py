@@ -1,4 +1,5 @@
-"""HR@k on constructed rankings with ties; per-bit F1; fingerprint metrics; Pareto fronts."""
+"""HR@k on constructed rankings with ties; per-bit F1; fingerprint metrics;
+Pareto fronts."""
 
 import jax
 import numpy as np
@@ -6,8 +7,9 @@ import pytest
 
 import jaxpapers.msretrieval as M
 
-# Query 0: positive tied with two negatives at the top. Query 1: positive 3rd, clear.
-# Query 2: best positive (2nd of two positives) strictly first, a padded slot scores higher.
+# Query 0: positive tied with two negatives at the top. Query 1: positive 3rd,
+# clear. Query 2: best positive (2nd of two positives) strictly first, a padded
+# slot scores higher.
 SCORES = np.array(
   [
     [0.7, 0.7, 0.7, 0.1, 0.0],
@@ -27,7 +29,9 @@ MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 1, 0]], bool)
 
 
 def _hr(k, ties, key=None):
-  return np.asarray(M.hit_rate_at_k(SCORES, LABELS, MASK, k, ties=ties, key=key))
+  return np.asarray(
+    M.hit_rate_at_k(SCORES, LABELS, MASK, k, ties=ties, key=key)
+  )
 
 
 def test_hr_pessimistic_and_optimistic_bounds():
@@ -41,7 +45,8 @@ def test_hr_pessimistic_and_optimistic_bounds():
 def test_hr_noise_orders_ties_at_random():
   f = jax.jit(lambda k: M.hit_rate_at_k(SCORES, LABELS, MASK, 1, key=k))
   draws = np.stack([np.asarray(f(jax.random.key(i))) for i in range(400)])
-  assert draws[:, 1].max() == 0 and draws[:, 2].min() == 1  # no tie: deterministic
+  # no tie: deterministic
+  assert draws[:, 1].max() == 0 and draws[:, 2].min() == 1
   assert abs(draws[:, 0].mean() - 1 / 3) < 0.07  # three-way tie at the top
   f2 = jax.jit(lambda k: M.hit_rate_at_k(SCORES, LABELS, MASK, 2, key=k))
   d2 = np.stack([np.asarray(f2(jax.random.key(i)))[0] for i in range(400)])
@@ -51,7 +56,9 @@ def test_hr_noise_orders_ties_at_random():
 def test_hr_noise_needs_key_and_no_positive_scores_zero():
   with pytest.raises(ValueError, match="key is required"):
     M.hit_rate_at_k(SCORES, LABELS, MASK, 1)
-  out = M.hit_rate_at_k(SCORES, np.zeros_like(LABELS), MASK, 5, ties="optimistic")
+  out = M.hit_rate_at_k(
+    SCORES, np.zeros_like(LABELS), MASK, 5, ties=("optimistic")
+  )
   np.testing.assert_array_equal(np.asarray(out), 0)
 
 
@@ -77,7 +84,10 @@ def test_bit_f1_against_numpy():
 
 
 def test_fingerprint_metrics_thresholds():
-  probs = np.array([[0.9, 0.9, 0.9, 0.1], [0.9, 0.1, 0.1, 0.1], [0.2, 0.2, 0.2, 0.2]], np.float32)
+  probs = np.array(
+    [[0.9, 0.9, 0.9, 0.1], [0.9, 0.1, 0.1, 0.1], [0.2, 0.2, 0.2, 0.2]],
+    np.float32,
+  )
   fp = np.array([[1, 1, 1, 0], [1, 1, 1, 0], [0, 0, 0, 1]], np.uint8)
   out = {k: np.asarray(v) for k, v in M.fingerprint_metrics(probs, fp).items()}
   np.testing.assert_allclose(out["tanimoto"], [1.0, 1 / 3, 0.0], rtol=1e-6)

@@ -1,4 +1,5 @@
-"""The encoder, the objective mixture in a training step, no recompilation, evaluation."""
+"""The encoder, the objective mixture in a training step, no recompilation,
+evaluation."""
 
 import jax
 import jax.numpy as jnp
@@ -22,12 +23,15 @@ def setup():
   labels = np.zeros((B, C), bool)
   labels[:, 2] = True
   mask = np.ones((B, C), bool)
-  model = M.FingerprintMLP(BINS, F, hidden=(16,), embed_dim=16, rngs=nnx.Rngs(0))
+  model = M.FingerprintMLP(
+    BINS, F, hidden=(16,), embed_dim=16, rngs=nnx.Rngs(0)
+  )
   graphdef, params = nnx.split(model)
   tx = M.make_optimizer(1e-2, warmup_steps=2)
 
   @jax.jit
-  def step_(params, opt, w, key, x, fp, cand, labels, mask):  # data as arguments, not constants
+  # data as arguments, not constants
+  def step_(params, opt, w, key, x, fp, cand, labels, mask):
     def loss_fn(p):
       logits = nnx.merge(graphdef, p)(x, key=key)
       return M.weighted_loss(logits, fp, cand, labels, mask, w)
@@ -42,7 +46,15 @@ def setup():
   step._cache_size = step_._cache_size
 
   return dict(
-    x=x, fp=fp, cand=cand, labels=labels, mask=mask, model=model, step=step, params=params, tx=tx
+    x=x,
+    fp=fp,
+    cand=cand,
+    labels=labels,
+    mask=mask,
+    model=model,
+    step=step,
+    params=params,
+    tx=tx,
   )
 
 
@@ -51,7 +63,9 @@ def test_forward_shapes_and_dropout_only_with_key(setup):
   out = m(setup["x"])
   assert out.shape == (B, F) and out.dtype == jnp.float32
   np.testing.assert_array_equal(np.asarray(m(setup["x"])), np.asarray(out))
-  assert not np.allclose(np.asarray(m(setup["x"], key=jax.random.key(1))), np.asarray(out))
+  assert not np.allclose(
+    np.asarray(m(setup["x"], key=jax.random.key(1))), np.asarray(out)
+  )
 
 
 def test_every_objective_trains_in_one_program(setup):
@@ -64,14 +78,17 @@ def test_every_objective_trains_in_one_program(setup):
       p, opt, loss = step(p, opt, w, jax.random.key(t))
       losses.append(float(loss))
     assert np.mean(losses[-3:]) < losses[0], name
-  assert step._cache_size() == 1  # objectives are traced weights: no recompilation
+  # objectives are traced weights: no recompilation
+  assert step._cache_size() == 1
 
 
 def test_retrieval_metrics_keys_and_perfect_prediction(setup):
   probs = setup["fp"].astype(np.float32)
-  run = jax.jit(lambda *a: M.retrieval_metrics(*a, key=jax.random.key(0)))  # one program
+  # one program
+  run = jax.jit(lambda *a: M.retrieval_metrics(*a, key=jax.random.key(0)))
   out = run(probs, setup["fp"], setup["cand"], setup["labels"], setup["mask"])
   assert {f"hr/{s}@{k}" for s in M.SIMILARITIES for k in (1, 5, 20)} <= set(out)
   np.testing.assert_allclose(np.asarray(out["fp/tanimoto"]), 1.0)
-  # The true fingerprint is a candidate: it scores 1 under every similarity (ties by noise).
+  # The true fingerprint is a candidate: it scores 1 under every similarity
+  # (ties by noise).
   assert float(out["hr/cosine@5"].mean()) == 1.0

@@ -1,4 +1,5 @@
-"""Similarities against float64 numpy transcriptions; bit-packed == float Tanimoto; sharding."""
+"""Similarities against float64 numpy transcriptions; bit-packed == float
+Tanimoto; sharding."""
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +26,9 @@ def test_packed_tanimoto_equals_float_tanimoto_and_numpy(f):
   want = _np_tanimoto(a, b)
   np.testing.assert_allclose(np.asarray(M.tanimoto(a, b)), want, rtol=1e-6)
   packed = np.asarray(M.packed_tanimoto(M.pack_bits(a), M.pack_bits(b)))
-  np.testing.assert_allclose(packed, np.asarray(M.tanimoto(a, b)), rtol=0, atol=0)
+  np.testing.assert_allclose(
+    packed, np.asarray(M.tanimoto(a, b)), rtol=0, atol=0
+  )
   assert packed[0] == 0.0
 
 
@@ -49,16 +52,22 @@ def test_continuous_tanimoto_is_ruzicka_and_reduces_to_tanimoto():
   p = RNG.random((5, 20))
   y = RNG.random((5, 20))
   want = np.minimum(p, y).sum(-1) / np.maximum(p, y).sum(-1)
-  np.testing.assert_allclose(np.asarray(M.continuous_tanimoto(p, y)), want, rtol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(M.continuous_tanimoto(p, y)), want, rtol=1e-5
+  )
   a = (RNG.random((5, 20)) < 0.5).astype(np.float32)
   b = (RNG.random((5, 20)) < 0.5).astype(np.float32)
-  np.testing.assert_allclose(M.continuous_tanimoto(a, b), _np_tanimoto(a, b), rtol=1e-6)
+  np.testing.assert_allclose(
+    M.continuous_tanimoto(a, b), _np_tanimoto(a, b), rtol=1e-6
+  )
   assert float(M.continuous_tanimoto(np.zeros(4), np.zeros(4))) == 0.0
 
 
 def test_cosine_similarity_zero_vector_is_zero():
   assert float(M.cosine_similarity(np.zeros(3), np.ones(3))) == 0.0
-  np.testing.assert_allclose(M.cosine_similarity(np.array([1.0, 0]), np.array([1.0, 1])), 2**-0.5)
+  np.testing.assert_allclose(
+    M.cosine_similarity(np.array([1.0, 0]), np.array([1.0, 1])), 2**-0.5
+  )
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +101,13 @@ def test_candidate_scores_against_per_pair_numpy(cands, sim):
   np.testing.assert_allclose(got[mask], ref[mask], rtol=1e-5, atol=1e-7)
 
 
-def test_candidate_scores_row_chunks_value_and_gradient_against_numpy(monkeypatch):
-  """Chunks of 3 query rows over 5 (a remainder chunk of 2): cosine scores and their gradient
-  w.r.t. the predictions against float64 numpy (a chunk read at the wrong offset, a dropped
-  remainder or a gradient through a stale row fails)."""
+def test_candidate_scores_row_chunks_value_and_gradient_against_numpy(
+  monkeypatch,
+):
+  """Chunks of 3 query rows over 5 (a remainder chunk of 2): cosine scores and
+  their gradient w.r.t. the predictions against float64 numpy (a chunk read at
+  the wrong offset, a dropped remainder or a gradient through a stale row
+  fails)."""
   from jaxpapers.msretrieval import _similarity
 
   b, c, f = 5, 4, 40
@@ -105,15 +117,17 @@ def test_candidate_scores_row_chunks_value_and_gradient_against_numpy(monkeypatc
   mask = np.ones((b, c), bool)
   w = RNG.normal(size=(b, c))
   got = np.asarray(M.candidate_scores(p, y, mask))
-  grad = np.asarray(jax.grad(lambda q: (M.candidate_scores(q, y, mask) * w).sum())(p))
+  grad = np.asarray(
+    jax.grad(lambda q: (M.candidate_scores(q, y, mask) * w).sum())(p)
+  )
   q, t = p.astype(np.float64), y.astype(np.float64)
   nq, nt = np.linalg.norm(q, axis=-1), np.linalg.norm(t, axis=-1)  # [B], [B, C]
   dot = np.einsum("bf,bcf->bc", q, t)
   ref = dot / (nq[:, None] * nt)
   # d cos / d q = y / (|q| |y|) - cos q / |q|^2
-  dref = np.einsum("bc,bcf->bf", w / (nq[:, None] * nt), t) - (w * ref).sum(1)[:, None] * q / (
-    nq[:, None] ** 2
-  )
+  dref = np.einsum("bc,bcf->bf", w / (nq[:, None] * nt), t) - (w * ref).sum(1)[
+    :, None
+  ] * q / (nq[:, None] ** 2)
   np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
   np.testing.assert_allclose(grad, dref, rtol=1e-4, atol=1e-6)
 
@@ -146,15 +160,25 @@ def test_candidate_scores_does_not_recompile(cands):
 
 @pytest.mark.parametrize(
   ("dtype", "bad"),
-  [(np.uint8, 2), (np.uint8, 255), (np.int8, -1), (np.int32, 2), (np.float32, 0.5)],
+  [
+    (np.uint8, 2),
+    (np.uint8, 255),
+    (np.int8, -1),
+    (np.int32, 2),
+    (np.float32, 0.5),
+  ],
 )
-def test_candidate_scores_rejects_non_binary_entries_of_each_dtype(cands, dtype, bad):
-  """The binary check is a range check for integer candidates: one entry out of {0, 1} in the
-  last query row raises eagerly and makes every score NaN under jit; binary candidates of the
-  same dtype score as the uint8 ones."""
+def test_candidate_scores_rejects_non_binary_entries_of_each_dtype(
+  cands, dtype, bad
+):
+  """The binary check is a range check for integer candidates: one entry out of
+  {0, 1} in the last query row raises eagerly and makes every score NaN under
+  jit; binary candidates of the same dtype score as the uint8 ones."""
   p, y, mask = cands
   good = y.astype(dtype)
-  np.testing.assert_array_equal(M.candidate_scores(p, good, mask), M.candidate_scores(p, y, mask))
+  np.testing.assert_array_equal(
+    M.candidate_scores(p, good, mask), M.candidate_scores(p, y, mask)
+  )
   wrong = good.copy()
   wrong[-1, 1, 7] = bad
   with pytest.raises(ValueError, match="cand_fp must be binary"):

@@ -1,4 +1,5 @@
-"""Exact enumeration against brute force; the worked counterexample; the margin lemma."""
+"""Exact enumeration against brute force; the worked counterexample; the margin
+lemma."""
 
 import itertools
 
@@ -7,7 +8,9 @@ import pytest
 
 import jaxpapers.msretrieval as M
 
-C3 = np.array([[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0]], np.uint8)
+C3 = np.array(
+  [[1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0]], np.uint8
+)
 PI3 = np.array([0.4, 0.3, 0.3], np.float32)
 
 
@@ -37,7 +40,9 @@ def test_worked_counterexample():
   assert float(M.hr1_regret(PI3, C3, y)) == pytest.approx(0.1, abs=1e-6)
   marg = np.asarray(M.marginal_fingerprint(PI3, C3))
   np.testing.assert_allclose(marg, [0.4, 0.4, 0.4, 0.6, 0.6, 0.3], atol=1e-6)
-  assert float(M.hr1_regret(PI3, C3, marg, sim="cosine")) == pytest.approx(0.1, abs=1e-6)
+  assert float(M.hr1_regret(PI3, C3, marg, sim="cosine")) == pytest.approx(
+    0.1, abs=1e-6
+  )
   # The retrieval-optimal fingerprint y_{argmax pi} has no regret.
   assert float(M.hr1_regret(PI3, C3, C3[0])) == 0.0
 
@@ -51,10 +56,11 @@ def test_enumeration_matches_numpy_brute_force():
   for i in range(p):
     arg, best = _np_bayes(pi[i], cands[i])
     assert float(v[i]) == pytest.approx(best, abs=1e-5)
-    # The returned fingerprint reaches the optimum (ties: any maximiser is fine).
-    assert float(np.dot(pi[i], _jac(np.asarray(y[i])[None], cands[i]))) == pytest.approx(
-      best, abs=1e-5
-    )
+    # The returned fingerprint reaches the optimum (ties: any maximiser is
+    # fine).
+    assert float(
+      np.dot(pi[i], _jac(np.asarray(y[i])[None], cands[i]))
+    ) == pytest.approx(best, abs=1e-5)
 
 
 def test_enumeration_at_sixteen_bits():
@@ -65,7 +71,10 @@ def test_enumeration_at_sixteen_bits():
   # A point mass: the Bayes fingerprint is the candidate itself, with Jaccard 1.
   np.testing.assert_array_equal(np.asarray(y[0]), cands[0, 0])
   assert float(v[0]) == pytest.approx(1.0)
-  assert float(v[1]) >= max(np.dot(pi[1], _jac(c[None], cands[1])) for c in cands[1]) - 1e-6
+  assert (
+    float(v[1])
+    >= max(np.dot(pi[1], _jac(c[None], cands[1])) for c in cands[1]) - 1e-6
+  )
 
 
 def test_hr1_regret_against_numpy_with_ties():
@@ -87,9 +96,17 @@ def test_similarity_band_and_lemma():
   lo, hi = (np.asarray(x) for x in M.similarity_band(cands))
   checked = 0
   for i in range(30):
-    pair = [_jac(cands[i, a], cands[i, b]) for a in range(5) for b in range(5) if a != b]
-    assert lo[i] == pytest.approx(min(pair)) and hi[i] == pytest.approx(max(pair))
-    # Lemma: a fingerprint within (1 + sigma_max) / 2 of a candidate ranks it alone first.
+    pair = [
+      _jac(cands[i, a], cands[i, b])
+      for a in range(5)
+      for b in range(5)
+      if a != b
+    ]
+    assert lo[i] == pytest.approx(min(pair)) and hi[i] == pytest.approx(
+      max(pair)
+    )
+    # Lemma: a fingerprint within (1 + sigma_max) / 2 of a candidate ranks it
+    # alone first.
     for _ in range(50):
       y = (rng.random(12) < 0.4).astype(np.uint8)
       s = _jac(y[None], cands[i])
@@ -105,7 +122,8 @@ def test_similarity_band_and_lemma():
 
 
 def _np_merge(pi, cands, drop_empty):
-  """float64 reference: the first copy of each fingerprint carries the summed posterior."""
+  """float64 reference: the first copy of each fingerprint carries the summed
+  posterior."""
   n = len(pi)
   out, mask = np.zeros(n), np.zeros(n, bool)
   for c in range(n):
@@ -126,7 +144,8 @@ def test_merge_duplicate_candidates_against_numpy(drop_empty):
   cands = (rng.random((p, n, f)) < 0.4).astype(np.uint8)
   pi = rng.dirichlet(np.ones(n), size=p).astype(np.float32)
   got, mask = (
-    np.asarray(x) for x in M.merge_duplicate_candidates(pi, cands, drop_empty=drop_empty)
+    np.asarray(x)
+    for x in M.merge_duplicate_candidates(pi, cands, drop_empty=drop_empty)
   )
   saw_dup = saw_empty = False
   for i in range(p):
@@ -145,7 +164,9 @@ def test_merge_leaves_distinct_candidates_alone_and_handles_all_empty():
   np.testing.assert_allclose(np.asarray(pi), PI3)
   assert np.asarray(mask).all()
   empty = np.zeros((2, 4), np.uint8)
-  pi, mask = M.merge_duplicate_candidates(np.array([0.5, 0.5], np.float32), empty, drop_empty=True)
+  pi, mask = M.merge_duplicate_candidates(
+    np.array([0.5, 0.5], np.float32), empty, drop_empty=True
+  )
   assert not np.asarray(mask).any() and float(np.asarray(pi).sum()) == 0.0
 
 
@@ -159,35 +180,49 @@ def test_hr1_regret_with_mask_against_numpy():
   pi /= pi.sum(1, keepdims=True)
   dec = (rng.random((30, 6)) < 0.4).astype(np.uint8)
   got = np.asarray(M.hr1_regret(pi, cands, dec, mask=mask))
-  got_cos = np.asarray(M.hr1_regret(pi, cands, dec.astype(np.float32), sim="cosine", mask=mask))
+  got_cos = np.asarray(
+    M.hr1_regret(pi, cands, dec.astype(np.float32), sim=("cosine"), mask=mask)
+  )
   for i in range(30):
     real = np.flatnonzero(mask[i])
     s = _jac(dec[i][None], cands[i][real])
     top = s >= s.max() - 1e-9
-    assert got[i] == pytest.approx(pi[i][real].max() - pi[i][real][top].mean(), abs=1e-6)
+    assert got[i] == pytest.approx(
+      pi[i][real].max() - pi[i][real][top].mean(), abs=1e-6
+    )
     y = cands[i][real].astype(np.float64)
     d = dec[i].astype(np.float64)
     c = y @ d / np.maximum(np.sqrt((d @ d) * y.sum(1)), 1e-8)
     top = c >= c.max() - 1e-6
-    assert got_cos[i] == pytest.approx(pi[i][real].max() - pi[i][real][top].mean(), abs=1e-6)
+    assert got_cos[i] == pytest.approx(
+      pi[i][real].max() - pi[i][real][top].mean(), abs=1e-6
+    )
   # A masked slot identical to the retrieved candidate no longer splits the tie.
   dup = np.stack([C3[0], C3[1], C3[0]])[None]
   pi2 = np.array([[0.5, 0.2, 0.3]], np.float32)
-  assert float(M.hr1_regret(pi2, dup, C3[0][None])[0]) == pytest.approx(0.5 - 0.4, abs=1e-6)
+  assert float(M.hr1_regret(pi2, dup, C3[0][None])[0]) == pytest.approx(
+    0.5 - 0.4, abs=1e-6
+  )
   merged, m = M.merge_duplicate_candidates(pi2, dup)
-  assert float(M.hr1_regret(merged, dup, C3[0][None], mask=m)[0]) == pytest.approx(0.0, abs=1e-7)
+  assert float(
+    M.hr1_regret(merged, dup, C3[0][None], mask=m)[0]
+  ) == pytest.approx(0.0, abs=1e-7)
 
 
 def test_after_deduplication_the_retrieval_optimal_fingerprint_has_no_regret():
   rng = np.random.default_rng(6)
   base = rng.random((50, 1, 8)) < 0.3
-  cands = (base ^ (rng.random((50, 6, 8)) < 0.05)).astype(np.uint8)  # many copies of the base
+  # many copies of the base
+  cands = (base ^ (rng.random((50, 6, 8)) < 0.05)).astype(np.uint8)
   pi = rng.dirichlet(np.ones(6), size=50).astype(np.float32)
   raw = np.asarray(M.hr1_regret(pi, cands, cands[np.arange(50), pi.argmax(1)]))
-  assert raw.max() > 0.01  # duplicates of the argmax candidate split the hit at random
+  # duplicates of the argmax candidate split the hit at random
+  assert raw.max() > 0.01
   merged, mask = M.merge_duplicate_candidates(pi, cands, drop_empty=True)
   merged, mask = np.asarray(merged), np.asarray(mask)
   ok = mask.sum(1) >= 1
   best = cands[np.arange(50), merged.argmax(1)]
-  dedup = np.asarray(M.hr1_regret(merged[ok], cands[ok], best[ok], mask=mask[ok]))
+  dedup = np.asarray(
+    M.hr1_regret(merged[ok], cands[ok], best[ok], mask=mask[ok])
+  )
   np.testing.assert_allclose(dedup, 0.0, atol=1e-7)

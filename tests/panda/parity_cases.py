@@ -1,9 +1,11 @@
-"""The parity cases: tiny hypergraphs, the reference tuner's settings and random reference weights.
+"""The parity cases: tiny hypergraphs, the reference tuner's settings and random
+reference weights.
 
-Shared by ``tests/panda/test_parity.py`` (against the float64 NumPy transcription in
-``reference_np``) and ``benchmarks/panda_parity.py`` (against the reference's PyTorch layers).
-Weights are drawn in the reference's naming and shapes (``nn.Linear`` weights ``[out, in]``),
-so the loader :func:`jaxpapers.panda.load_reference_weights` is part of what the cases check.
+Shared by ``tests/panda/test_parity.py`` (against the float64 NumPy
+transcription in ``reference_np``) and ``benchmarks/panda_parity.py`` (against
+the reference's PyTorch layers). Weights are drawn in the reference's naming and
+shapes (``nn.Linear`` weights ``[out, in]``), so the loader
+:func:`jaxpapers.panda.load_reference_weights` is part of what the cases check.
 """
 
 from __future__ import annotations
@@ -20,12 +22,23 @@ from jaxpapers import panda
 
 HEADS, CHANNELS, FEATURES, AUX_DIM = 2, 2, 3, 16
 
-# Undirected: 9 nodes, 9 hyperedges: two singletons ({4}, {7}: HyperGCN's self pair, -2 with
-# mediators), a size-2 edge whose members share their features (HyperGCN's fast projection
-# ties there); each singleton node also sits in two size-2 edges, so that no row of
-# HyperGCN's A + I sums to a negative number (the reference's normalisation gives NaN there).
-# Hyperedges do not outnumber nodes (the reference sizes its stage-1 output by the senders).
-UNDIRECTED = [[0, 1, 2], [1, 4], [4, 5], [2, 3, 5, 8], [5, 6], [4], [7], [7, 8], [0, 7]]
+# Undirected: 9 nodes, 9 hyperedges: two singletons ({4}, {7}: HyperGCN's self
+# pair, -2 with mediators), a size-2 edge whose members share their features
+# (HyperGCN's fast projection ties there); each singleton node also sits in two
+# size-2 edges, so that no row of HyperGCN's A + I sums to a negative number
+# (the reference's normalisation gives NaN there). Hyperedges do not outnumber
+# nodes (the reference sizes its stage-1 output by the senders).
+UNDIRECTED = [
+  [0, 1, 2],
+  [1, 4],
+  [4, 5],
+  [2, 3, 5, 8],
+  [5, 6],
+  [4],
+  [7],
+  [7, 8],
+  [0, 7],
+]
 TIE = (5, 6)
 # Directed (GeDi): (tails, heads); 8 nodes, 6 hyperedges.
 DIRECTED = (
@@ -36,7 +49,8 @@ DIRECTED = (
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-  """One parity case: backbone, the tuner's attention string and the other reference options."""
+  """One parity case: backbone, the tuner's attention string and the other
+  reference options."""
 
   backbone: str
   attention_types: str
@@ -51,7 +65,12 @@ class Case:
 
   @property
   def name(self) -> str:
-    parts = [self.backbone, self.attention_types, f"L{self.layers}", self.attention_version]
+    parts = [
+      self.backbone,
+      self.attention_types,
+      f"L{self.layers}",
+      self.attention_version,
+    ]
     parts.append("distinct" if self.distinct_att_weights else "shared")
     if self.backbone == "gedi":
       parts.append(f"other_complex={self.other_complex}")
@@ -73,7 +92,13 @@ class Case:
   def model_kwargs(self) -> dict:
     kw = dict(hidden=CHANNELS, dropout=0.0)
     if self.backbone == "phenomnn":
-      kw.update(num_steps=self.layers, lam0=2.5, lam1=4.0, alp=self.alp, h_setting=self.h_setting)
+      kw.update(
+        num_steps=self.layers,
+        lam0=2.5,
+        lam1=4.0,
+        alp=self.alp,
+        h_setting=self.h_setting,
+      )
     else:
       kw["num_layers"] = self.layers
     if self.backbone == "gedi":
@@ -84,10 +109,11 @@ class Case:
 
 
 def cases(full: bool = True) -> list[Case]:
-  """Every backbone x tuner attention setting x version x shared/distinct x depth 1, 2, plus the
-  backbone options the tuner searches (GeDi's ``other_complex``, HyperGCN's mediators and fast
-  mode, PhenomNN's ``alp`` and ``H_setting``) and the ``hgat`` reading. ``full=False``: a
-  subset that still covers every option value once."""
+  """Every backbone x tuner attention setting x version x shared/distinct x
+  depth 1, 2, plus the backbone options the tuner searches (GeDi's
+  ``other_complex``, HyperGCN's mediators and fast mode, PhenomNN's ``alp`` and
+  ``H_setting``) and the ``hgat`` reading. ``full=False``: a subset that still
+  covers every option value once."""
   out = []
   grid = list(itertools.product((1, 2), ("v2", "v1"), (False, True)))
   short = {(1, "v2", False), (2, "v1", True)}
@@ -114,8 +140,14 @@ def cases(full: bool = True) -> list[Case]:
       Case("hypergcn", "gcn+att++gcn+att", 1, fast=False),
     ]
   for alp, h in itertools.product((0.0, 0.05, 0.1, 1.0), (0, 1, 2, 3)):
-    if (alp, h) != (0.0, 0) and (full or (alp, h) in ((0.05, 1), (0.1, 2), (1.0, 3))):
-      extra.append(Case("phenomnn", "phenom+phenom-att++phenom+att", 2, alp=alp, h_setting=h))
+    if (alp, h) != (0.0, 0) and (
+      full or (alp, h) in ((0.05, 1), (0.1, 2), (1.0, 3))
+    ):
+      extra.append(
+        Case(
+          "phenomnn", "phenom+phenom-att++phenom+att", 2, alp=alp, h_setting=h
+        )
+      )
   return out + extra
 
 
@@ -142,7 +174,10 @@ def _stage_weights(rng, pre, case: Case, a: int, c: int) -> dict:
     sd[pre + "lin.weight"] = g(a, a)
     sd[pre + "att_src"], sd[pre + "att_dst"] = g(1, HEADS, a), g(1, HEADS, a)
   if cfg.mix == "learned":
-    sd[pre + "att_wt_lin1.weight"], sd[pre + "att_wt_lin2.weight"] = g(8, a), g(2, 8)
+    sd[pre + "att_wt_lin1.weight"], sd[pre + "att_wt_lin2.weight"] = (
+      g(8, a),
+      g(2, 8),
+    )
   for nm in ("aux_src", "aux_dst"):
     sd[pre + nm + ".weight"], sd[pre + nm + ".bias"] = g(AUX_DIM, a), g(AUX_DIM)
   sd[pre + "aux_out.weight"], sd[pre + "aux_out.bias"] = g(1, AUX_DIM), g(1)
@@ -185,8 +220,8 @@ def reference_weights(case: Case, seed: int = 0) -> dict:
 
 
 def random_vectors(case: Case, seed: int = 0) -> list[np.ndarray]:
-  """HyperGCN's projection vectors ``U[0, 1)``: one over the input features (fast), else one
-  per layer over its ``heads * hidden`` outputs."""
+  """HyperGCN's projection vectors ``U[0, 1)``: one over the input features
+  (fast), else one per layer over its ``heads * hidden`` outputs."""
   rng = np.random.default_rng(seed + 1)
   if case.fast:
     return [rng.uniform(size=FEATURES)]
@@ -194,7 +229,8 @@ def random_vectors(case: Case, seed: int = 0) -> list[np.ndarray]:
 
 
 def make_data(directed: bool):
-  """(data, x): the directed (GeDi) or undirected case hypergraph, every node in every split."""
+  """(data, x): the directed (GeDi) or undirected case hypergraph, every node in
+  every split."""
   if directed:
     inc = hg.from_directed_hyperedges(*DIRECTED, 8)
   else:
@@ -202,7 +238,9 @@ def make_data(directed: bool):
   x = features(0, directed)
   n = inc.num_nodes
   m = np.ones(n, bool)
-  data = hg.make_data(inc, x, np.zeros(n, int), train_mask=m, val_mask=m, test_mask=m)
+  data = hg.make_data(
+    inc, x, np.zeros(n, int), train_mask=m, val_mask=m, test_mask=m
+  )
   return data, x
 
 
@@ -211,13 +249,17 @@ class _Identity(nnx.Module):
     return x
 
 
-def project_forward(case: Case, sd: dict, data, x, vectors=None, **model_kwargs) -> np.ndarray:
-  """The project model's representation before its classifier, with the reference weights
-  `sd` loaded, in float64 (call it with x64 enabled).
+def project_forward(
+  case: Case, sd: dict, data, x, vectors=None, **model_kwargs
+) -> np.ndarray:
+  """The project model's representation before its classifier, with the
+  reference weights `sd` loaded, in float64 (call it with x64 enabled).
 
   Args:
-    vectors: HyperGCN's projection vectors (default :func:`random_vectors` of the case).
-    **model_kwargs: overrides of ``case.model_kwargs()`` for :func:`panda.make_model`.
+    vectors: HyperGCN's projection vectors (default :func:`random_vectors` of
+      the case).
+    **model_kwargs: overrides of ``case.model_kwargs()`` for
+      :func:`panda.make_model`.
   """
   data = data.replace(x=jnp.asarray(x, jnp.float64))
   model = panda.make_model(
@@ -230,7 +272,9 @@ def project_forward(case: Case, sd: dict, data, x, vectors=None, **model_kwargs)
   )
   panda.load_reference_weights(model, sd)
   if case.backbone == "hypergcn":
-    for r, v in zip(model.r, random_vectors(case) if vectors is None else vectors):
+    for r, v in zip(
+      model.r, random_vectors(case) if vectors is None else vectors
+    ):
       r.set_value(jnp.asarray(v))
   model.head = _Identity()
   return np.asarray(model(data, deterministic=True))

@@ -1,17 +1,20 @@
-"""Float64 NumPy transcription of the reference PANDA propagation (jainris/panda).
+"""Float64 NumPy transcription of the reference PANDA propagation
+(jainris/panda).
 
-Written from the reference's definitions, independently of ``jaxpapers``: it reads the weights
-in the reference's own naming (a PyTorch ``state_dict`` as numpy arrays, ``nn.Linear`` weights
-``[out, in]``) and follows its data flow: message passing over ``edge_index`` (row 0 sends,
-row 1 receives, except HyperGCN's target-to-source flow), PyG's grouped softmax, the GeDi
-stage's four real propagations over the edges whose weight has a positive real or imaginary
-part, HyperGCN's dictionary-built graph and PhenomNN's unrolled update. Each ``*_forward``
-returns the node representation that enters the classifier, and the per-layer (per-step)
-states.
+Written from the reference's definitions, independently of ``jaxpapers``: it
+reads the weights in the reference's own naming (a PyTorch ``state_dict`` as
+numpy arrays, ``nn.Linear`` weights ``[out, in]``) and follows its data flow:
+message passing over ``edge_index`` (row 0 sends, row 1 receives, except
+HyperGCN's target-to-source flow), PyG's grouped softmax, the GeDi stage's four
+real propagations over the edges whose weight has a positive real or imaginary
+part, HyperGCN's dictionary-built graph and PhenomNN's unrolled update. Each
+``*_forward`` returns the node representation that enters the classifier, and
+the per-layer (per-step) states.
 
-Attention settings are the reference's strings: a stage's ``types`` is its ``attention_type``
-split on ``'+'`` (``['gedi', 'gedi-att']`` is the learned mixture of the prior and the attention
-over prior-aggregated receivers, ``['att']`` attention alone).
+Attention settings are the reference's strings: a stage's ``types`` is its
+``attention_type`` split on ``'+'`` (``['gedi', 'gedi-att']`` is the learned
+mixture of the prior and the attention over prior-aggregated receivers,
+``['att']`` attention alone).
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ def _scatter(vals, idx, size):
 
 
 def _softmax(e, idx):
-  """PyG ``softmax(e, index=idx)``: normalised within groups of equal ``idx``."""
+  """PyG ``softmax(e, index=idx)``: normalised within groups of equal
+  ``idx``."""
   out = np.zeros_like(e)
   for g in np.unique(idx):
     sel = idx == g
@@ -53,18 +57,19 @@ def _softmax(e, idx):
 
 
 class Stage:
-  """One reference stage (``MainPathConv`` / ``DualPathConv``) with its weights and options.
+  """One reference stage (``MainPathConv`` / ``DualPathConv``) with its weights
+  and options.
 
   Args:
     sd: the state dict; ``pre`` the stage's prefix (``'Chebs.0.att_conv1.'``).
     heads, channels: H and C.
     types: the attention types (see the module docstring).
     version: ``'v1'`` or ``'v2'``; ``shared``: shared attention weights.
-    aux: whether the auxiliary path exists (``DualPathConv``); ``aux_relu``: GeDi's
-      ``aux_lin(ReLU(x))``; ``gate_prior``: the gate always reads the prior aggregation
-      (PhenomNN's ``DualPathConv``).
-    complex_: GeDi's complex stage; ``imag_sign``: +1 in stage 1 (conjugate phases), -1 in
-      stage 2.
+    aux: whether the auxiliary path exists (``DualPathConv``); ``aux_relu``:
+      GeDi's ``aux_lin(ReLU(x))``; ``gate_prior``: the gate always reads the
+      prior aggregation (PhenomNN's ``DualPathConv``).
+    complex_: GeDi's complex stage; ``imag_sign``: +1 in stage 1 (conjugate
+      phases), -1 in stage 2.
   """
 
   def __init__(
@@ -97,11 +102,14 @@ class Stage:
   # -- features as the attention reads them: [N, H, A]
   def feat(self, x):
     if self.complex:
-      return np.concatenate([x[0], x[1]], -1).reshape(x[0].shape[0], self.h, 2 * self.c)
+      return np.concatenate([x[0], x[1]], -1).reshape(
+        x[0].shape[0], self.h, 2 * self.c
+      )
     return x.reshape(x.shape[0], self.h, self.c)
 
   def propagate(self, x, alpha, src, dst, size, sigma=None, x_aux=None):
-    """``sum_{(s, r)} msg`` at r; x, x_aux [N, H*C]; alpha, sigma [P, H] or [P, 1]."""
+    """``sum_{(s, r)} msg`` at r; x, x_aux [N, H*C]; alpha, sigma [P, H] or
+    [P, 1]."""
     xj = x.reshape(x.shape[0], self.h, self.c)[src]
     if sigma is None:
       msg = alpha[..., None] * xj
@@ -110,8 +118,11 @@ class Stage:
       msg = alpha[..., None] * xj + ((1 - alpha) * sigma)[..., None] * xa
     return _scatter(msg, dst, size).reshape(size, self.h * self.c)
 
-  def complex_propagate(self, x, alpha, src, dst, weight, size, sigma=None, x_aux=None):
-    """The GeDi stage's four real propagations over the real and imaginary edges."""
+  def complex_propagate(
+    self, x, alpha, src, dst, weight, size, sigma=None, x_aux=None
+  ):
+    """The GeDi stage's four real propagations over the real and imaginary
+    edges."""
     re, im = weight.real > 0, weight.imag > 0
 
     def prop(xx, sel, xa):
@@ -159,23 +170,30 @@ class Stage:
     return sum(w[..., i] * a for i, a in enumerate(alphas))
 
   def gate(self, xs_rows, xd_rows):
-    g = np.maximum(self.lin("aux_src", xs_rows) + self.lin("aux_dst", xd_rows), 0)
+    g = np.maximum(
+      self.lin("aux_src", xs_rows) + self.lin("aux_dst", xd_rows), 0
+    )
     return _sigmoid(self.lin("aux_out", g))[..., 0]
 
   def aux_x(self, x):
     act = (lambda v: np.maximum(v, 0)) if self.aux_relu else (lambda v: v)
     if self.complex:
       return tuple(
-        self.lin("aux_lin", act(p.reshape(-1, self.h, self.c))).reshape(p.shape) for p in x
+        self.lin("aux_lin", act(p.reshape(-1, self.h, self.c))).reshape(p.shape)
+        for p in x
       )
-    return self.lin("aux_lin", act(x.reshape(-1, self.h, self.c))).reshape(x.shape)
+    return self.lin("aux_lin", act(x.reshape(-1, self.h, self.c))).reshape(
+      x.shape
+    )
 
   def __call__(self, xs, xd, src, dst, prior, *, weight=None, deg=None):
-    """Stage over pairs ``src -> dst`` (source to target). Returns ``(out, deg_out)``.
+    """Stage over pairs ``src -> dst`` (source to target). Returns
+    ``(out, deg_out)``.
 
-    ``xs``: senders ``[S, H*C]`` (GeDi: ``(re, im)``); ``xd``: receivers or None; ``prior``:
-    ``[P, 1]``; ``weight``: GeDi's complex edge weights; ``deg``: PhenomNN's degree signal.
-    Outputs are sized by the senders, as PyG's ``propagate(size=None)`` does.
+    ``xs``: senders ``[S, H*C]`` (GeDi: ``(re, im)``); ``xd``: receivers or
+    None; ``prior``: ``[P, 1]``; ``weight``: GeDi's complex edge weights;
+    ``deg``: PhenomNN's degree signal. Outputs are sized by the senders, as
+    PyG's ``propagate(size=None)`` does.
     """
     size = (xs[0] if self.complex else xs).shape[0]
     agg = None
@@ -193,7 +211,9 @@ class Stage:
       elif t == "att":
         alphas.append(self.attention(xs, xd, src, dst, dst))
       elif t == "hgat":
-        alphas.append(self.attention(xs, prior_agg() if xd is None else xd, src, dst, dst))
+        alphas.append(
+          self.attention(xs, prior_agg() if xd is None else xd, src, dst, dst)
+        )
       elif t in ("gedi-att", "phenom-att"):
         alphas.append(self.attention(xs, prior_agg(), src, dst, dst))
       else:
@@ -214,12 +234,17 @@ class Stage:
       out = self.complex_propagate(xs, alpha, src, dst, weight, size, sigma, xa)
     else:
       out = self.propagate(xs, alpha, src, dst, size, sigma, xa)
-    dout = None if deg is None else self.propagate(deg, alpha, src, dst, size, sigma, deg)
+    dout = (
+      None
+      if deg is None
+      else self.propagate(deg, alpha, src, dst, size, sigma, deg)
+    )
     return out, dout
 
 
 def _prior(src, dst, dtype=np.float64):
-  """``deg_src^{-1/2}[s] deg_dst^{-1/2}[r]`` with degrees counting pairs (``[P, 1]``)."""
+  """``deg_src^{-1/2}[s] deg_dst^{-1/2}[r]`` with degrees counting pairs
+  (``[P, 1]``)."""
   d1 = np.bincount(src).astype(dtype) ** -0.5
   d2 = np.bincount(dst).astype(dtype) ** -0.5
   return (d1[src] * d2[dst])[:, None]
@@ -244,7 +269,8 @@ def _two_stage(
   weight=None,
   i_complex=False,
 ):
-  """The GeDi/HGNN layer: ``lin_update``, two stages, ``lin_res``, bias (complex for GeDi)."""
+  """The GeDi/HGNN layer: ``lin_update``, two stages, ``lin_res``, bias (complex
+  for GeDi)."""
   kw = dict(
     heads=heads,
     channels=channels,
@@ -291,7 +317,8 @@ def gedi_forward(
   aux=True,
   other_complex=False,
 ):
-  """GeDiPANDA up to the classifier: ``([Re || Im] [n, 2HC], per-layer (re, im))``."""
+  """GeDiPANDA up to the classifier: ``([Re || Im] [n, 2HC], per-layer (re,
+  im))``."""
   re, im = x, (x if other_complex else np.zeros_like(x))
   h, states = None, []
   for l in range(layers):
@@ -322,7 +349,19 @@ def gedi_forward(
 
 
 def hgnn_forward(
-  sd, x, node, edge, *, layers, heads, channels, types1, types2, version="v2", shared=True, aux=True
+  sd,
+  x,
+  node,
+  edge,
+  *,
+  layers,
+  heads,
+  channels,
+  types1,
+  types2,
+  version="v2",
+  shared=True,
+  aux=True,
 ):
   """HGNNPANDA up to the classifier: ``(x [n, HC], per-layer states)``."""
   h, states = None, []
@@ -351,11 +390,13 @@ def hgnn_forward(
 
 
 def hypergcn_laplacian(members, feats, rv, n, mediators):
-  """The reference's ``Laplacian``: ``D^{-1/2}(A + I)D^{-1/2}`` as a dense [n, n] matrix.
+  """The reference's ``Laplacian``: ``D^{-1/2}(A + I)D^{-1/2}`` as a dense
+  [n, n] matrix.
 
-  Weights are accumulated in a dictionary per ordered pair (a self pair (v, v) from a
-  singleton or a tie receives both of its updates), then ``+ I`` and the symmetric
-  normalisation with ``d^{-1/2} = 0`` where ``d = 0`` (NaN where ``d < 0``, as numpy gives).
+  Weights are accumulated in a dictionary per ordered pair (a self pair (v, v)
+  from a singleton or a tie receives both of its updates), then ``+ I`` and the
+  symmetric normalisation with ``d^{-1/2} = 0`` where ``d = 0`` (NaN where
+  ``d < 0``, as numpy gives).
   """
   w = {}
 
@@ -405,7 +446,8 @@ def hypergcn_forward(
 ):
   """HyperGCNPANDA up to ``lin_out``: ``(H [n, HC], per-layer states)``.
 
-  ``rv``: the random projection vectors (one of length F with ``fast``, else one per layer).
+  ``rv``: the random projection vectors (one of length F with ``fast``, else one
+  per layer).
   """
   n = x.shape[0]
   fixed = hypergcn_laplacian(members, x, rv[0], n, mediators) if fast else None
@@ -414,18 +456,28 @@ def hypergcn_forward(
     pre = f"layers.{l}."
     hw = hcur @ sd[pre + "W"]
     a = fixed if fast else hypergcn_laplacian(members, hw, rv[l], n, mediators)
-    rows, cols = np.nonzero(a)  # coalesced, sorted by row (receiver) then column (sender)
+    # coalesced, sorted by row (receiver) then column (sender)
+    rows, cols = np.nonzero(a)
     ew = a[rows, cols]
     st = Stage(
-      sd, pre, heads=heads, channels=channels, types=types, version=version, shared=shared, aux=aux
+      sd,
+      pre,
+      heads=heads,
+      channels=channels,
+      types=types,
+      version=version,
+      shared=shared,
+      aux=aux,
     )
-    # target to source: receivers are edge_index[0] = rows, senders edge_index[1] = cols
+    # target to source: receivers are edge_index[0] = rows, senders
+    # edge_index[1] = cols
     alphas = []
     for t in types:
       if t == "gcn":
         alphas.append(ew[:, None])
       else:
-        alphas.append(st.attention(hw, hw, rows, cols, cols))  # grouped by sender
+        # grouped by sender
+        alphas.append(st.attention(hw, hw, rows, cols, cols))
     alpha = st.mixture(alphas, st.feat(hw)[rows])
     sig = st.gate(st.feat(hw)[rows], st.feat(hw)[cols]) if aux else None
     xa = st.aux_x(hw) if aux else None
@@ -454,13 +506,19 @@ def phenom_forward(
   shared=True,
   aux=True,
 ):
-  """PhenomNNPANDA up to ``fcs[-1]`` (no dropout): ``(ReLU(Y) [n, HC], per-step Y)``."""
+  """PhenomNNPANDA up to ``fcs[-1]`` (no dropout): ``(ReLU(Y) [n, HC], per-step
+  Y)``."""
   pre = "midlayer.0."
   y0 = np.maximum(_lin(sd, pre + "fcs.0", x), 0)
   n, m = x.shape[0], int(edge.max()) + 1
   edge_deg = np.bincount(edge, minlength=m).astype(np.float64)
   kw = dict(
-    heads=heads, channels=channels, version=version, shared=shared, aux=aux, gate_prior=True
+    heads=heads,
+    channels=channels,
+    version=version,
+    shared=shared,
+    aux=aux,
+    gate_prior=True,
   )
   s1 = Stage(sd, pre + "convs.0.node_to_edge.", types=types1, **kw)
   s2 = Stage(sd, pre + "convs.0.edge_to_node.", types=types2, **kw)

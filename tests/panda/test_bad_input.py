@@ -21,7 +21,12 @@ X2 = np.ones((4, 2), f32)  # 2 features for models built for 3
 
 def _model(backbone, in_features=3):
   return panda.make_model(
-    backbone, CFG, in_features=in_features, num_classes=2, hidden=4, rngs=nnx.Rngs(0)
+    backbone,
+    CFG,
+    in_features=in_features,
+    num_classes=2,
+    hidden=4,
+    rngs=nnx.Rngs(0),
   )
 
 
@@ -47,7 +52,15 @@ def _eval_step(x):
 def _train_step(x):
   gd, params, rest, opt = panda.init(_hgnn_fn(3), jax.random.key(0))
   return panda.train_step(
-    gd, params, rest, opt, UNDIR.replace(x=x), MASK.astype(f32), jax.random.key(1), 1e-2, 0.0
+    gd,
+    params,
+    rest,
+    opt,
+    UNDIR.replace(x=x),
+    MASK.astype(f32),
+    jax.random.key(1),
+    1e-2,
+    0.0,
   )[2]
 
 
@@ -68,7 +81,14 @@ HP = panda.applicable_hparams(panda.draw_trial(SPACE, 0, 0), "hgnn", "panda")
 def _stage_call(xs):
   p = INC.nnz
   return STAGE(
-    (xs, None), None, INC.node, INC.edge, np.ones(p, f32), None, INC.num_edges, conj_phase=True
+    (xs, None),
+    None,
+    INC.node,
+    INC.edge,
+    np.ones(p, f32),
+    None,
+    INC.num_edges,
+    conj_phase=True,
   )[0][0]
 
 
@@ -84,7 +104,9 @@ CASES = [
   ),
   Case(
     "panda.check_search_space",
-    lambda: panda.check_search_space({k: v for k, v in SPACE.items() if k != "heads"}),
+    lambda: panda.check_search_space(
+      {k: v for k, v in SPACE.items() if k != "heads"}
+    ),
     error=ValueError,
     match="lacks \\['heads'\\]",
     jit=None,
@@ -102,7 +124,9 @@ CASES = [
   ),
   Case(
     "panda.applicable_hparams",
-    lambda: panda.applicable_hparams(panda.draw_trial(SPACE, 0, 0), "hgnn", "matched"),
+    lambda: panda.applicable_hparams(
+      panda.draw_trial(SPACE, 0, 0), "hgnn", "matched"
+    ),
     error=ValueError,
     match="arm must be one of",
     jit=None,
@@ -160,7 +184,9 @@ CASES = [
     error=TypeError,
     match="model_fn must be a callable",
     jit=None,
-    jit_reason="abstract initialisation of a model function, not a traced computation",
+    jit_reason=(
+      "abstract initialisation of a model function, not a traced computation"
+    ),
     id="count_params",
   ),
   Case(
@@ -169,7 +195,9 @@ CASES = [
     error=ValueError,
     match="target must be an int >= 1, got 0",
     jit=None,
-    jit_reason="searches a width over abstract initialisations, not a traced computation",
+    jit_reason=(
+      "searches a width over abstract initialisations, not a traced computation"
+    ),
     id="match_hidden",
   ),
   Case(
@@ -196,14 +224,18 @@ CASES = [
     error=TypeError,
     match="k must be an int",
     jit=None,
-    jit_reason="a host-side SVD of the feature matrix, not a traced computation",
+    jit_reason=(
+      "a host-side SVD of the feature matrix, not a traced computation"
+    ),
     id="reduce_features",
   ),
   Case(
     "panda.PandaGeDi",
     lambda x: _fed("gedi", x),
     (X2,),
-    match=r"data.x has shape \(4, 2\), but the model was built for in_features=3",
+    match=(
+      r"data.x has shape \(4, 2\), but the model was built for in_features=3"
+    ),
     id="gedi-features",
   ),
   Case(
@@ -229,7 +261,9 @@ CASES = [
   ),
   Case(
     "panda.PandaHyperGCN",
-    lambda: panda.PandaHyperGCN(3, 2, CFG, hidden=4, flow="target", rngs=nnx.Rngs(0)),
+    lambda: panda.PandaHyperGCN(
+      3, 2, CFG, hidden=4, flow="target", rngs=nnx.Rngs(0)
+    ),
     match="flow must be 'code' or 'receiver'",
     id="hypergcn-flow",
   ),
@@ -254,7 +288,9 @@ CASES = [
   ),
   Case(
     "panda.make_model",
-    lambda: panda.make_model("hgnn", {"heads": 2}, in_features=3, num_classes=2, rngs=nnx.Rngs(0)),
+    lambda: panda.make_model(
+      "hgnn", {"heads": 2}, in_features=3, num_classes=2, rngs=nnx.Rngs(0)
+    ),
     error=TypeError,
     match="cfg must be a PandaConfig or None",
     id="make-model-cfg",
@@ -360,7 +396,11 @@ CASES = [
     id="init-bad-model",
   ),
   Case(
-    "panda.eval_step", _eval_step, (X2,), match="built for in_features=3", id="eval-step-features"
+    "panda.eval_step",
+    _eval_step,
+    (X2,),
+    match="built for in_features=3",
+    id=("eval-step-features"),
   ),
   Case(
     "panda.train_step",
@@ -390,7 +430,10 @@ CASES = [
     lambda: panda.with_hparams(_hgnn_fn(3)(nnx.Rngs(params=0)), {"lam0": 1.0}),
     match=r"\['lam0'\] are not used by the PandaHGNN",
     jit=None,
-    jit_reason="mutates a host-side module (its values may be traced; the names are static)",
+    jit_reason=(
+      "mutates a host-side module (its values may be traced; "
+      "the names are static)"
+    ),
     id="with-hparams-unused",
   ),
   Case(
@@ -398,7 +441,10 @@ CASES = [
     lambda: panda.with_hparams(_hgnn_fn(3)(nnx.Rngs(params=0)), {"heads": 2}),
     match=r"traced hyperparameters must be among .*got \['heads'\]",
     jit=None,
-    jit_reason="mutates a host-side module (its values may be traced; the names are static)",
+    jit_reason=(
+      "mutates a host-side module (its values may be traced; "
+      "the names are static)"
+    ),
     id="with-hparams-name",
   ),
   Case(
@@ -420,7 +466,11 @@ CASES = [
   Case(
     "panda.make_trainer",
     lambda: panda.make_trainer(_hgnn_fn(3), 1)(
-      DATA, jax.random.split(jax.random.key(0), 2), [5e-3, -5e-3], [0.0, 0.0], [0, 0]
+      DATA,
+      jax.random.split(jax.random.key(0), 2),
+      [5e-3, -5e-3],
+      [0.0, 0.0],
+      [0, 0],
     ),
     match=r"lrs must hold finite numbers > 0, got \[-0.005",
     jit=None,
@@ -458,17 +508,27 @@ CASES += [
   Case(
     "panda.load_reference_weights",
     _load_bad_shape,
-    match=r"state_dict\['Chebs.0.lin_update.weight'\] has shape \(1,\), the model expects \(8, 3\)",
+    match=(
+      r"state_dict\['Chebs.0.lin_update.weight'\] has shape \(1,\), "
+      r"the model expects \(8, 3\)"
+    ),
     jit=None,
-    jit_reason="host-side copy of weights into a model, not a traced computation",
+    jit_reason=(
+      "host-side copy of weights into a model, not a traced computation"
+    ),
   ),
   Case(
     "panda.load_reference_weights",
     lambda: panda.load_reference_weights(LAYER, {}),
     error=TypeError,
-    match=r"model must be a PandaGeDi, PandaHGNN, PandaHyperGCN or PandaPhenomNN, got PandaLayer",
+    match=(
+      r"model must be a PandaGeDi, PandaHGNN, PandaHyperGCN or PandaPhenomNN, "
+      r"got PandaLayer"
+    ),
     jit=None,
-    jit_reason="host-side copy of weights into a model, not a traced computation",
+    jit_reason=(
+      "host-side copy of weights into a model, not a traced computation"
+    ),
   ),
   Case(
     "panda.reference_config",
@@ -497,10 +557,18 @@ CASES += [
 EXEMPT = {
   "SEARCH_ARMS": "a constant: the search's arm names",
   "SEARCH_SPACE_ORDER": "a constant: the order of a trial's draws",
-  "TRACED_TRIAL_HPARAMS": "a constant: the trial values a compiled program takes as arguments",
-  "REFERENCE_ATTENTION_TYPES": "a constant: the reference tuner's attention strings",
-  "StageAux": "a result container (per-incidence coefficients returned by a stage)",
-  "best_val_test": "reads the history dict that make_trainer's run returns (not user input)",
+  "TRACED_TRIAL_HPARAMS": (
+    "a constant: the trial values a compiled program takes as arguments"
+  ),
+  "REFERENCE_ATTENTION_TYPES": (
+    "a constant: the reference tuner's attention strings"
+  ),
+  "StageAux": (
+    "a result container (per-incidence coefficients returned by a stage)"
+  ),
+  "best_val_test": (
+    "reads the history dict that make_trainer's run returns (not user input)"
+  ),
 }
 
 

@@ -1,13 +1,16 @@
-"""The counted minimal work of benchmarks/panda_perf.py against XLA's count of the model itself.
+"""The counted minimal work of benchmarks/panda_perf.py against XLA's count of
+the model itself.
 
-The benchmark argues from its count (:func:`benchmarks.panda_perf.minimal_work`) that PANDA's
-epoch cannot reach 3x the vanilla one on graphs with one-dimensional features; the count must
-therefore describe the models that are timed. XLA's cost analysis of each model's compiled
-forward (no dropout, one input feature, width 32) is an independent count of the same work: a
-term of the size of a stage or a PhenomNN operator left out of the count, or counted twice,
-moves the ratio outside the band, while the programs' own small extras (bias adds, guards in the
-softmax, XLA's accounting of LayerNorm, vanilla PhenomNN's recomputed normalisation) stay inside
-it. Smaller terms (the gate alone) are below what this band can see.
+The benchmark argues from its count (:func:`benchmarks.panda_perf.minimal_work`)
+that PANDA's epoch cannot reach 3x the vanilla one on graphs with
+one-dimensional features; the count must therefore describe the models that are
+timed. XLA's cost analysis of each model's compiled forward (no dropout, one
+input feature, width 32) is an independent count of the same work: a term of the
+size of a stage or a PhenomNN operator left out of the count, or counted twice,
+moves the ratio outside the band, while the programs' own small extras (bias
+adds, guards in the softmax, XLA's accounting of LayerNorm, vanilla PhenomNN's
+recomputed normalisation) stay inside it. Smaller terms (the gate alone) are
+below what this band can see.
 """
 
 import jax
@@ -40,13 +43,20 @@ def _xla_forward_flops(model, data) -> float:
 def test_minimal_count_matches_xlas_count_of_the_forward(backbone):
   data = hg.make_synthetic(0, nodes_per_class=60, n_inter=20, num_splits=1)
   d = hg.backbone_input(backbone, data)
-  d = d.replace(x=d.x[:, :1])  # one feature: the per-incidence work dominates, as on email-EU
+  # one feature: the per-incidence work dominates, as on email-EU
+  d = d.replace(x=d.x[:, :1])
   inc = d.incidence
   ratios = {}
   for arm, cfg in (("vanilla", None), ("panda", panda.PandaConfig())):
     kw = dict(num_steps=2) if backbone == "phenomnn" else {}
     model = panda.make_model(
-      backbone, cfg, in_features=1, num_classes=d.num_classes, hidden=32, rngs=nnx.Rngs(0), **kw
+      backbone,
+      cfg,
+      in_features=1,
+      num_classes=d.num_classes,
+      hidden=32,
+      rngs=nnx.Rngs(0),
+      **kw,
     )
     counted = minimal_work(
       backbone,

@@ -1,4 +1,5 @@
-"""PANDA stage/layer: the reduction to Q_N (float64 dense reference), normalisation, equivariance."""
+"""PANDA stage/layer: the reduction to Q_N (float64 dense reference),
+normalisation, equivariance."""
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +28,10 @@ def _dense_qn(inc, phases=True):
   """Q_N = D_v^{-1/2} H D_e^{-1} H^* D_v^{-1/2} from the definition (complex128)."""
   h = np.zeros((inc.num_nodes, inc.num_edges), complex)
   for v, e, pr, pi in zip(
-    *(np.asarray(a, np.float64) for a in (inc.node, inc.edge, inc.phase_re, inc.phase_im))
+    *(
+      np.asarray(a, np.float64)
+      for a in (inc.node, inc.edge, inc.phase_re, inc.phase_im)
+    )
   ):
     h[int(v), int(e)] = (pr + 1j * pi) if phases else 1.0
   d, de = np.abs(h).sum(1), np.abs(h).sum(0)
@@ -39,7 +43,9 @@ def _layer_forward(layer, x, inc, priors, use_phase):
   gd, st = nnx.split(layer)
 
   def f(st, x, inc, priors):
-    (yr, yi), hyp, aux = nnx.merge(gd, st)((x, None), None, inc, priors, use_phase=use_phase)
+    (yr, yi), hyp, aux = nnx.merge(gd, st)(
+      (x, None), None, inc, priors, use_phase=use_phase
+    )
     return yr, yi, aux
 
   out = jax.jit(f, compiler_options=FAST)(st, x, inc, priors)
@@ -53,10 +59,16 @@ def test_reduction_gedi_layer_equals_qn_filter():
   """
   inc = _rand_directed()
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
-  layer = panda.PandaLayer(3, 4, cfg, complex_features=True, i_complex=False, rngs=nnx.Rngs(0))
+  layer = panda.PandaLayer(
+    3, 4, cfg, complex_features=True, i_complex=False, rngs=nnx.Rngs(0)
+  )
   layer.bias[...] = jnp.arange(4.0) * 0.1
-  x = np.random.default_rng(1).normal(size=(inc.num_nodes, 3)).astype(np.float32)
-  yr, yi, _ = _layer_forward(layer, jnp.asarray(x), inc, panda.stage_priors(inc), True)
+  x = (
+    np.random.default_rng(1).normal(size=(inc.num_nodes, 3)).astype(np.float32)
+  )
+  yr, yi, _ = _layer_forward(
+    layer, jnp.asarray(x), inc, panda.stage_priors(inc), True
+  )
   wu = np.asarray(layer.w_u.kernel[...], np.float64)
   wr = np.asarray(layer.w_res.kernel[...], np.float64)
   ref = (
@@ -82,21 +94,31 @@ def test_reduction_hgnn_layer_equals_hgnn_operator():
   ).incidence
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
   layer = panda.PandaLayer(3, 5, cfg, rngs=nnx.Rngs(1))
-  x = np.random.default_rng(2).normal(size=(inc.num_nodes, 3)).astype(np.float32)
-  yr, yi, _ = _layer_forward(layer, jnp.asarray(x), inc, panda.stage_priors(inc), False)
+  x = (
+    np.random.default_rng(2).normal(size=(inc.num_nodes, 3)).astype(np.float32)
+  )
+  yr, yi, _ = _layer_forward(
+    layer, jnp.asarray(x), inc, panda.stage_priors(inc), False
+  )
   assert yi is None
   wu = np.asarray(layer.w_u.kernel[...], np.float64)
   wr = np.asarray(layer.w_res.kernel[...], np.float64)
   ref = x @ wr + _dense_qn(inc, phases=False).real @ (x @ wu)
   np.testing.assert_allclose(np.asarray(yr), ref, atol=2e-6)
-  np.testing.assert_allclose(_dense_qn(inc, phases=False).real, hg.hgnn_operator(inc), atol=1e-12)
+  np.testing.assert_allclose(
+    _dense_qn(inc, phases=False).real, hg.hgnn_operator(inc), atol=1e-12
+  )
 
 
 def test_attention_normalised_aux_not():
   inc = _rand_directed(3)
   cfg = panda.PandaConfig(heads=2)
-  layer = panda.PandaLayer(3, 4, cfg, complex_features=True, i_complex=True, rngs=nnx.Rngs(2))
-  x = jnp.asarray(np.random.default_rng(3).normal(size=(inc.num_nodes, 3)), jnp.float32)
+  layer = panda.PandaLayer(
+    3, 4, cfg, complex_features=True, i_complex=True, rngs=nnx.Rngs(2)
+  )
+  x = jnp.asarray(
+    np.random.default_rng(3).normal(size=(inc.num_nodes, 3)), jnp.float32
+  )
   _, _, (a1, a2) = _layer_forward(layer, x, inc, panda.stage_priors(inc), True)
   edge, node, perm = (np.asarray(a) for a in (inc.edge, inc.node, inc.by_node))
   seg = lambda v, ids, k: np.stack(
@@ -110,7 +132,9 @@ def test_attention_normalised_aux_not():
   assert np.abs(g1 - 1.0).max() > 1e-2
   for a in (a1, a2):
     assert np.all((np.asarray(a.gate) > 0) & (np.asarray(a.gate) < 1))
-    assert np.all((np.asarray(a.alpha) >= 0) & (np.asarray(a.alpha) <= 1 + 1e-6))
+    assert np.all(
+      (np.asarray(a.alpha) >= 0) & (np.asarray(a.alpha) <= 1 + 1e-6)
+    )
     np.testing.assert_allclose(np.asarray(a.pi).sum(-1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(  # alpha = pi_att * att + pi_prior * c
       a.alpha,
@@ -119,7 +143,9 @@ def test_attention_normalised_aux_not():
       * (
         np.asarray(panda.stage_priors(inc)[0])[:, None]
         if a is a1
-        else np.asarray(panda.stage_priors(inc)[1])[np.asarray(inc.by_node)][:, None]
+        else np.asarray(panda.stage_priors(inc)[1])[np.asarray(inc.by_node)][
+          :, None
+        ]
       ),
       rtol=1e-5,
     )
@@ -140,7 +166,9 @@ def test_stage_prior_aggregation_receivers_and_mask():
     compiler_options=FAST,
   )
   (y, _), aux = f(st, x, jnp.array([True, True, False]))
-  np.testing.assert_allclose(y[0, 0], 0.5 * np.array([1, 2]) + 0.25 * np.array([3, -1]), rtol=1e-6)
+  np.testing.assert_allclose(
+    y[0, 0], 0.5 * np.array([1, 2]) + 0.25 * np.array([3, -1]), rtol=1e-6
+  )
   np.testing.assert_allclose(y[1, 0], 0.0)
   np.testing.assert_allclose(aux.att[:2, 0].sum(), 1.0, rtol=1e-6)
 
@@ -149,7 +177,12 @@ def _permute(data, pn, pe):
   inc = data.incidence
   node, edge, ph = inc.to_numpy()
   inc2 = hg.from_incidence_pairs(
-    pn[node], pe[edge], inc.num_nodes, inc.num_edges, phase=ph, allow_empty_edges=True
+    pn[node],
+    pe[edge],
+    inc.num_nodes,
+    inc.num_edges,
+    phase=ph,
+    allow_empty_edges=True,
   )
   inv = np.argsort(pn)
   x2 = np.asarray(data.x)[inv]
@@ -181,7 +214,10 @@ def test_equivariance_under_relabelling(backbone):
     rngs=nnx.Rngs(0),
   )
   gd, st = nnx.split(model)
-  f = jax.jit(lambda st, data: nnx.merge(gd, st)(data, deterministic=True), compiler_options=FAST)
+  f = jax.jit(
+    lambda st, data: nnx.merge(gd, st)(data, deterministic=True),
+    compiler_options=FAST,
+  )
   rng = np.random.default_rng(0)
   pn, pe = rng.permutation(d.num_nodes), rng.permutation(d.incidence.num_edges)
   out = np.asarray(f(st, d))
@@ -199,13 +235,18 @@ def test_config_validation():
   with pytest.raises(ValueError, match="channels"):
     panda.PandaLayer(3, 0, panda.PandaConfig(heads=2), rngs=nnx.Rngs(0))
   with pytest.raises(ValueError, match="backbone"):
-    panda.make_model("gat", None, in_features=1, num_classes=2, rngs=nnx.Rngs(0))
+    panda.make_model(
+      "gat", None, in_features=1, num_classes=2, rngs=nnx.Rngs(0)
+    )
   with pytest.raises(TypeError, match="PandaConfig"):
-    panda.make_model("hgnn", {"heads": 2}, in_features=1, num_classes=2, rngs=nnx.Rngs(0))
+    panda.make_model(
+      "hgnn", {"heads": 2}, in_features=1, num_classes=2, rngs=nnx.Rngs(0)
+    )
 
 
 def test_fast_products_match_their_definitions_and_gradients():
-  """``_scale`` (custom backward) and ``_head_dot`` against the plain formulas, float64."""
+  """``_scale`` (custom backward) and ``_head_dot`` against the plain formulas,
+  float64."""
   from jax import test_util as jtu
 
   from jaxpapers.panda import _stage
@@ -218,31 +259,44 @@ def test_fast_products_match_their_definitions_and_gradients():
   w_1 = rng.normal(size=(c,))
   with jax.enable_x64(True):
     sj, xj = jnp.asarray(s), jnp.asarray(x)
-    np.testing.assert_allclose(_stage._scale(sj, xj), s[..., None] * x, rtol=1e-12)
     np.testing.assert_allclose(
-      _stage._head_dot(xj, jnp.asarray(w_h)), np.einsum("pha,ha->ph", x, w_h), rtol=1e-12
+      _stage._scale(sj, xj), s[..., None] * x, rtol=1e-12
     )
     np.testing.assert_allclose(
-      _stage._head_dot(xj, jnp.asarray(w_1)), np.einsum("pha,a->ph", x, w_1), rtol=1e-12
+      _stage._head_dot(xj, jnp.asarray(w_h)),
+      np.einsum("pha,ha->ph", x, w_h),
+      rtol=1e-12,
     )
-    # The hand-written backward equals the derivative of the plain broadcast product: a
-    # cotangent g gives ds = sum_c g x and dx = s g.
+    np.testing.assert_allclose(
+      _stage._head_dot(xj, jnp.asarray(w_1)),
+      np.einsum("pha,a->ph", x, w_1),
+      rtol=1e-12,
+    )
+    # The hand-written backward equals the derivative of the plain broadcast
+    # product: a cotangent g gives ds = sum_c g x and dx = s g.
     g = rng.normal(size=(p, h, c))
     _, vjp = jax.vjp(_stage._scale, sj, xj)
     ds, dx = vjp(jnp.asarray(g))
     np.testing.assert_allclose(ds, (g * x).sum(-1), rtol=1e-12)
     np.testing.assert_allclose(dx, s[..., None] * g, rtol=1e-12)
-    jtu.check_grads(lambda w: _stage._head_dot(xj, w), (jnp.asarray(w_h),), order=1, modes=["rev"])
+    jtu.check_grads(
+      lambda w: _stage._head_dot(xj, w),
+      (jnp.asarray(w_h),),
+      order=1,
+      modes=["rev"],
+    )
 
 
 @pytest.mark.parametrize("aux", ["diff-mlp", "same-mlp"])
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_stage_messages_and_coef_match_their_formulas(aux, symmetric):
-  """y_r = sum_s m_sr against a float64 transcription from the returned alpha and gate.
+  """y_r = sum_s m_sr against a float64 transcription from the returned alpha
+  and gate.
 
-  Non-symmetric: m = alpha x + (1 - alpha) g x~, coef = alpha + s (1 - alpha) g; symmetric:
-  m = alpha (ReLU(g) x + ReLU(-g) x~), coef = alpha (ReLU(g) + s ReLU(-g)); x~ = W_aux x + b
-  ('diff-mlp', real features) or -x ('same-mlp', s = -1).
+  Non-symmetric: m = alpha x + (1 - alpha) g x~, coef = alpha + s (1 - alpha) g;
+  symmetric: m = alpha (ReLU(g) x + ReLU(-g) x~), coef = alpha (ReLU(g) + s
+  ReLU(-g)); x~ = W_aux x + b ('diff-mlp', real features) or -x ('same-mlp', s =
+  -1).
   """
   rng = np.random.default_rng(7)
   s_n, r_n, p_n, h, c = 6, 4, 14, 2, 3
@@ -250,11 +304,17 @@ def test_stage_messages_and_coef_match_their_formulas(aux, symmetric):
   recv = jnp.asarray(np.sort(rng.integers(0, r_n, p_n)), jnp.int32)
   prior = jnp.asarray(rng.random(p_n), jnp.float32)
   x = jnp.asarray(rng.normal(size=(s_n, h, c)), jnp.float32)
-  cfg = panda.PandaConfig(heads=h, aux=aux, symmetric_aux=symmetric, att_dropout=0.0)
+  cfg = panda.PandaConfig(
+    heads=h, aux=aux, symmetric_aux=symmetric, att_dropout=0.0
+  )
   stage = panda.PandaStage(c, cfg, rngs=nnx.Rngs(1))
-  (y, _), a = stage((x, None), None, send, recv, prior, None, r_n, conj_phase=True)
+  (y, _), a = stage(
+    (x, None), None, send, recv, prior, None, r_n, conj_phase=True
+  )
   xs = np.asarray(x, np.float64)[np.asarray(send)]
-  alpha, gate = (np.asarray(v, np.float64)[..., None] for v in (a.alpha, a.gate))
+  alpha, gate = (
+    np.asarray(v, np.float64)[..., None] for v in (a.alpha, a.gate)
+  )
   if aux == "same-mlp":
     xt, sgn = -xs, -1.0
   else:
@@ -264,7 +324,10 @@ def test_stage_messages_and_coef_match_their_formulas(aux, symmetric):
     pos, neg = np.maximum(gate, 0.0), np.maximum(-gate, 0.0)
     m, coef = alpha * (pos * xs + neg * xt), alpha * (pos + sgn * neg)
   else:
-    m, coef = alpha * xs + (1.0 - alpha) * gate * xt, alpha + sgn * (1.0 - alpha) * gate
+    m, coef = (
+      alpha * xs + (1.0 - alpha) * gate * xt,
+      alpha + sgn * (1.0 - alpha) * gate,
+    )
   want = np.zeros((r_n, h, c))
   np.add.at(want, np.asarray(recv), m)
   np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
@@ -272,15 +335,29 @@ def test_stage_messages_and_coef_match_their_formulas(aux, symmetric):
 
 
 def test_hidden_is_the_per_head_width_for_any_heads():
-  """With PANDA, hidden is one head's width (the reference's heads * hidden layers): hidden=5 with
-  3 heads gives 15-wide layers, not a 5-wide layer split three ways; vanilla hidden is the width."""
+  """With PANDA, hidden is one head's width (the reference's heads * hidden
+  layers): hidden=5 with 3 heads gives 15-wide layers, not a 5-wide layer split
+  three ways; vanilla hidden is the width."""
   for backbone in ("hgnn", "gedi"):
     m = panda.make_model(
-      backbone, panda.PandaConfig(heads=3), in_features=4, num_classes=2, hidden=5, rngs=nnx.Rngs(0)
+      backbone,
+      panda.PandaConfig(heads=3),
+      in_features=4,
+      num_classes=2,
+      hidden=5,
+      rngs=nnx.Rngs(0),
     )
     assert m.layers[0].out == 15
-  v = panda.make_model("hgnn", None, in_features=4, num_classes=2, hidden=15, rngs=nnx.Rngs(0))
-  w = panda.make_model(
-    "hgnn", panda.PandaConfig(heads=3), in_features=4, num_classes=2, hidden=5, rngs=nnx.Rngs(0)
+  v = panda.make_model(
+    "hgnn", None, in_features=4, num_classes=2, hidden=15, rngs=nnx.Rngs(0)
   )
-  assert v.head.in_features == w.head.in_features == 15  # equal width: vanilla hidden = 3 * 5
+  w = panda.make_model(
+    "hgnn",
+    panda.PandaConfig(heads=3),
+    in_features=4,
+    num_classes=2,
+    hidden=5,
+    rngs=nnx.Rngs(0),
+  )
+  # equal width: vanilla hidden = 3 * 5
+  assert v.head.in_features == w.head.in_features == 15

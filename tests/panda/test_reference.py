@@ -1,9 +1,11 @@
-"""PANDA against float64 numpy transcriptions of the reference's definitions (jainris/panda).
+"""PANDA against float64 numpy transcriptions of the reference's definitions
+(jainris/panda).
 
-One test per place where a reimplementation is likely to drift from the reference: weights shared
-across heads, the mixture MLP (LeakyReLU 0.2, no bias), the gate's output bias, the auxiliary
-transform (ReLU for GeDi only), the ``[Re || Im]`` cut of complex features, the GeDi bias on both
-parts, HyperGCN's coalesced graph and its sender-grouped attention, and PhenomNN's shared stage
+One test per place where a reimplementation is likely to drift from the
+reference: weights shared across heads, the mixture MLP (LeakyReLU 0.2, no
+bias), the gate's output bias, the auxiliary transform (ReLU for GeDi only), the
+``[Re || Im]`` cut of complex features, the GeDi bias on both parts, HyperGCN's
+coalesced graph and its sender-grouped attention, and PhenomNN's shared stage
 pair with propagated degrees.
 """
 
@@ -21,9 +23,12 @@ f64 = np.float64
 
 
 def _run(module, *args, **kw):
-  """``module(*args, **kw)`` under one jit (eager dispatch of a whole model is slow)."""
+  """``module(*args, **kw)`` under one jit (eager dispatch of a whole model is
+  slow)."""
   gd, st = nnx.split(module)
-  return jax.jit(lambda st, *a: nnx.merge(gd, st)(*a, **kw), compiler_options=FAST)(st, *args)
+  return jax.jit(
+    lambda st, *a: nnx.merge(gd, st)(*a, **kw), compiler_options=FAST
+  )(st, *args)
 
 
 def _lrelu(v, s=0.2):
@@ -44,8 +49,11 @@ def _np(p):
   return np.asarray(p[...], f64)
 
 
-def _stage_reference(st, xr, xi, send, recv, prior, phase, num_recv, conj, layout_code=True):
-  """The reference's DualPathConv forward (aux 'diff-mlp', learned 'only-src' mixture), float64."""
+def _stage_reference(
+  st, xr, xi, send, recv, prior, phase, num_recv, conj, layout_code=True
+):
+  """The reference's DualPathConv forward (aux 'diff-mlp', learned 'only-src'
+  mixture), float64."""
   s_, h, c = xr.shape
   cx = xr + (0 if xi is None else 1j * xi)
   ph = np.ones(len(send)) if phase is None else phase[0] + 1j * phase[1]
@@ -59,9 +67,9 @@ def _stage_reference(st, xr, xi, send, recv, prior, phase, num_recv, conj, layou
       return v.real
     n = v.shape[0]
     if layout_code:
-      return np.concatenate([v.real.reshape(n, h * c), v.imag.reshape(n, h * c)], -1).reshape(
-        n, h, 2 * c
-      )
+      return np.concatenate(
+        [v.real.reshape(n, h * c), v.imag.reshape(n, h * c)], -1
+      ).reshape(n, h, 2 * c)
     return np.concatenate([v.real, v.imag], -1)
 
   fs, fr = feat(cx), feat(z)
@@ -72,9 +80,11 @@ def _stage_reference(st, xr, xi, send, recv, prior, phase, num_recv, conj, layou
   pi = np.exp(logits - logits.max(-1, keepdims=True))
   pi = (pi / pi.sum(-1, keepdims=True))[send]
   alpha = pi[..., 1] * a + pi[..., 0] * prior[:, None]
-  g = (np.maximum((fs @ _np(st.u_s))[send] + (fr @ _np(st.u_r))[recv] + _np(st.b_g), 0)) @ _np(
-    st.w_o
-  ) + _np(st.b_o)
+  g = (
+    np.maximum(
+      (fs @ _np(st.u_s))[send] + (fr @ _np(st.u_r))[recv] + _np(st.b_g), 0
+    )
+  ) @ _np(st.w_o) + _np(st.b_o)
   g = 1 / (1 + np.exp(-g))
   act = (lambda v: np.maximum(v, 0)) if xi is not None else (lambda v: v)
   tr = act(cx.real) @ _np(st.w_aux) + _np(st.b_aux)
@@ -107,25 +117,44 @@ def _rand_directed(seed=0, n=9, m=5):
 
 @pytest.mark.parametrize("complex_features", [True, False])
 def test_stage_matches_reference_transcription(complex_features):
-  """Shared weights over 2 heads, code layout, b_o, slope 0.2, no b2, aux ReLU only for GeDi."""
+  """Shared weights over 2 heads, code layout, b_o, slope 0.2, no b2, aux ReLU
+  only for GeDi."""
   inc = _rand_directed(1)
   h, c = 2, 3
   cfg = panda.PandaConfig(heads=h)
-  stage = panda.PandaStage(c, cfg, complex_features=complex_features, rngs=nnx.Rngs(3))
+  stage = panda.PandaStage(
+    c, cfg, complex_features=complex_features, rngs=nnx.Rngs(3)
+  )
   _randomise(stage, 4)
   a_in = 2 * c if complex_features else c
-  assert stage.w_att[...].shape == (a_in, a_in) and stage.att[...].shape == (h, a_in)
+  assert stage.w_att[...].shape == (a_in, a_in) and stage.att[...].shape == (
+    h,
+    a_in,
+  )
   assert stage.w1[...].shape == (a_in, 8) and not hasattr(stage, "b2")
   rng = np.random.default_rng(5)
   xr = rng.normal(size=(inc.num_nodes, h, c)).astype(np.float32)
-  xi = rng.normal(size=xr.shape).astype(np.float32) if complex_features else None
+  xi = (
+    rng.normal(size=xr.shape).astype(np.float32) if complex_features else None
+  )
   prior = np.asarray(panda.stage_priors(inc)[0])
-  phase = (np.asarray(inc.phase_re), np.asarray(inc.phase_im)) if complex_features else None
+  phase = (
+    (np.asarray(inc.phase_re), np.asarray(inc.phase_im))
+    if complex_features
+    else None
+  )
   gd, st = nnx.split(stage)
 
   def f(st, xr, xi):
     return nnx.merge(gd, st)(
-      (xr, xi), None, inc.node, inc.edge, prior, phase, inc.num_edges, conj_phase=True
+      (xr, xi),
+      None,
+      inc.node,
+      inc.edge,
+      prior,
+      phase,
+      inc.num_edges,
+      conj_phase=True,
     )
 
   (yr, yi), aux = jax.jit(f, compiler_options=FAST)(st, xr, xi)
@@ -142,14 +171,17 @@ def test_stage_matches_reference_transcription(complex_features):
   )
   np.testing.assert_allclose(np.asarray(aux.alpha), alpha, rtol=2e-5, atol=2e-6)
   np.testing.assert_allclose(np.asarray(aux.gate), g, rtol=2e-5, atol=2e-6)
-  np.testing.assert_allclose(np.asarray(aux.coef), alpha + (1 - alpha) * g, rtol=2e-5)
+  np.testing.assert_allclose(
+    np.asarray(aux.coef), alpha + (1 - alpha) * g, rtol=2e-5
+  )
   np.testing.assert_allclose(np.asarray(yr), y.real, rtol=2e-4, atol=2e-5)
   if complex_features:
     np.testing.assert_allclose(np.asarray(yi), y.imag, rtol=2e-4, atol=2e-5)
 
 
 def test_heads_share_weights_and_widen_the_layer():
-  """Only the attention vector grows with heads; a layer is heads x channels wide."""
+  """Only the attention vector grows with heads; a layer is heads x channels
+  wide."""
 
   def count(m):
     return sum(x.size for x in jax.tree.leaves(nnx.state(m, nnx.Param)))
@@ -162,24 +194,34 @@ def test_heads_share_weights_and_widen_the_layer():
 
 
 def test_reference_defaults():
-  """i_complex False, attention dropout = feature dropout, GATv2 for HyperGCN."""
+  """i_complex False, attention dropout = feature dropout, GATv2 for
+  HyperGCN."""
   assert panda.PandaConfig().att_dropout is None
-  kw = dict(in_features=3, num_classes=2, hidden=4, dropout=0.3, rngs=nnx.Rngs(0))
+  kw = dict(
+    in_features=3, num_classes=2, hidden=4, dropout=0.3, rngs=nnx.Rngs(0)
+  )
   gedi = panda.make_model("gedi", panda.PandaConfig(), **kw)
-  assert gedi.layers[0].i_complex is False and gedi.layers[0].stage1.drop.rate == 0.3
+  assert (
+    gedi.layers[0].i_complex is False and gedi.layers[0].stage1.drop.rate == 0.3
+  )
   assert hg.GeDiHNN(3, 2, rngs=nnx.Rngs(0)).i_complex is False
   hgcn = panda.make_model("hypergcn", panda.PandaConfig(), **kw)
-  assert hgcn.stages[0].cfg.att_version == "v2" and hgcn.stages[0].drop.rate == 0.3
+  assert (
+    hgcn.stages[0].cfg.att_version == "v2" and hgcn.stages[0].drop.rate == 0.3
+  )
   assert not hasattr(hgcn, "w_res")
   assert panda.PandaConfig(att_dropout=0.1).with_dropout(0.5).att_dropout == 0.1
 
 
 def test_gedi_bias_on_both_parts():
-  """Vanilla GeDi layer: zero filters leave b + i b (the reference adds b to Re and Im)."""
+  """Vanilla GeDi layer: zero filters leave b + i b (the reference adds b to Re
+  and Im)."""
   inc = _rand_directed(2)
   y = np.zeros(inc.num_nodes, int)
   m = np.ones(inc.num_nodes, bool)
-  data = hg.make_data(inc, np.ones((inc.num_nodes, 2)), y, train_mask=m, val_mask=m, test_mask=m)
+  data = hg.make_data(
+    inc, np.ones((inc.num_nodes, 2)), y, train_mask=m, val_mask=m, test_mask=m
+  )
   model = hg.GeDiHNN(2, 2, hidden=3, dropout=0.0, rngs=nnx.Rngs(0))
   for t in (model.theta0[0], model.theta1[0]):
     t.kernel[...] = jnp.zeros_like(t.kernel[...])
@@ -187,16 +229,20 @@ def test_gedi_bias_on_both_parts():
   model.bias[0][...] = b
   out = np.asarray(_run(model, data))
   want = np.asarray(
-    model.head(jnp.tile(jnp.concatenate([b, b])[None], (inc.num_nodes, 1)), deterministic=True)
+    model.head(
+      jnp.tile(jnp.concatenate([b, b])[None], (inc.num_nodes, 1)),
+      deterministic=True,
+    )
   )
   np.testing.assert_allclose(out, want, rtol=1e-5)
 
 
-# ----------------------------------------------------------------------------- HyperGCN
+# --------------------------------------------------------------------- HyperGCN
 
 
 def _hypergcn_dense(members, p, n, mediators):
-  """The reference's ``Laplacian``: weights summed per pair, + I, symmetric normalisation."""
+  """The reference's ``Laplacian``: weights summed per pair, + I, symmetric
+  normalisation."""
   w = {}
   for mem in members:
     mem = list(mem)
@@ -204,7 +250,12 @@ def _hypergcn_dense(members, p, n, mediators):
     c = 2 * len(mem) - 3
     pairs = [(s, i), (i, s)]
     if mediators:
-      pairs += [q for k in mem if k not in (s, i) for q in ((s, k), (i, k), (k, s), (k, i))]
+      pairs += [
+        q
+        for k in mem
+        if k not in (s, i)
+        for q in ((s, k), (i, k), (k, s), (k, i))
+      ]
       wt = 1 / c
     else:
       wt = 1 / len(mem)
@@ -230,19 +281,25 @@ def test_coalesced_graph_matches_reference_laplacian(mediators):
   got = np.zeros((7, 7))
   np.add.at(got, (rcv[mask], snd[mask]), prior[mask])
   np.testing.assert_allclose(got, ref, atol=1e-6)
-  assert mask.sum() == np.count_nonzero(ref)  # each pair once: duplicates merged
+  # each pair once: duplicates merged
+  assert mask.sum() == np.count_nonzero(ref)
   assert np.all(np.diff(rcv) >= 0)
 
 
 def test_hypergcn_prior_reduction_and_sender_softmax():
-  """mix='prior', aux=None: logits = head(ReLU(A_bar X W + b)) with the dense reference A_bar."""
+  """mix='prior', aux=None: logits = head(ReLU(A_bar X W + b)) with the dense
+  reference A_bar."""
   inc = hg.from_hyperedges(MEMBERS, 7)
   rng = np.random.default_rng(1)
   x = rng.normal(size=(7, 3)).astype(np.float32)
   m = np.ones(7, bool)
-  data = hg.make_data(inc, x, np.zeros(7, int), train_mask=m, val_mask=m, test_mask=m)
+  data = hg.make_data(
+    inc, x, np.zeros(7, int), train_mask=m, val_mask=m, test_mask=m
+  )
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
-  model = panda.PandaHyperGCN(3, 2, cfg, hidden=4, dropout=0.0, mediators=True, rngs=nnx.Rngs(2))
+  model = panda.PandaHyperGCN(
+    3, 2, cfg, hidden=4, dropout=0.0, mediators=True, rngs=nnx.Rngs(2)
+  )
   model.bias[0][...] = jnp.asarray(rng.normal(size=4), jnp.float32)
   out = _run(model, data)
   s = x.astype(f64) @ _np(model.w_u[0].kernel)
@@ -254,16 +311,23 @@ def test_hypergcn_prior_reduction_and_sender_softmax():
     rtol=1e-4,
     atol=1e-5,
   )
-  # default flow: attention normalised over the pairs that share a sender (the reference)
-  full = panda.PandaHyperGCN(3, 2, panda.PandaConfig(heads=2), hidden=2, rngs=nnx.Rngs(3))
+  # default flow: attention normalised over the pairs that share a sender (the
+  # reference)
+  full = panda.PandaHyperGCN(
+    3, 2, panda.PandaConfig(heads=2), hidden=2, rngs=nnx.Rngs(3)
+  )
   _, auxes = _run(full, data, return_aux=True)
   xs = x @ np.asarray(full.w_u[0].kernel[...])
   snd, _, _, mk = (
     np.asarray(a)
-    for a in panda.coalesced_graph(inc, xs @ np.asarray(full.r[0][...]), mediators=full.mediators)
+    for a in panda.coalesced_graph(
+      inc, xs @ np.asarray(full.r[0][...]), mediators=full.mediators
+    )
   )
   att = np.asarray(auxes[0].att)
-  sums = np.stack([np.bincount(snd[mk], att[mk, k], minlength=7) for k in range(2)], 1)
+  sums = np.stack(
+    [np.bincount(snd[mk], att[mk, k], minlength=7) for k in range(2)], 1
+  )
   np.testing.assert_allclose(sums, 1.0, rtol=1e-5)
 
 
@@ -271,20 +335,25 @@ def test_hypergcn_graph_weight_without_mediators_is_one_over_size():
   inc = hg.from_hyperedges(MEMBERS, 7)
   p = jnp.asarray(np.random.default_rng(0).normal(size=7), jnp.float32)
   _, _, w = jax.jit(lambda p: hg.hypergcn_graph(inc, p, mediators=False))(p)
-  np.testing.assert_allclose(np.asarray(w), [1 / len(m) for m in MEMBERS], rtol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(w), [1 / len(m) for m in MEMBERS], rtol=1e-6
+  )
 
 
-# ----------------------------------------------------------------------------- PhenomNN
+# --------------------------------------------------------------------- PhenomNN
 
 
 @pytest.mark.parametrize("gamma_edge", ["code", "inverse"])
 def test_phenomnn_prior_reduction_matches_dense(gamma_edge):
-  """mix='prior', aux=None: one shared stage pair for A_beta and A_gamma, degrees propagated."""
+  """mix='prior', aux=None: one shared stage pair for A_beta and A_gamma,
+  degrees propagated."""
   inc = hg.from_hyperedges(MEMBERS, 7)
   rng = np.random.default_rng(4)
   x = rng.normal(size=(7, 3)).astype(np.float32)
   m = np.ones(7, bool)
-  data = hg.make_data(inc, x, np.zeros(7, int), train_mask=m, val_mask=m, test_mask=m)
+  data = hg.make_data(
+    inc, x, np.zeros(7, int), train_mask=m, val_mask=m, test_mask=m
+  )
   cfg = panda.PandaConfig(heads=1, mix="prior", aux=None)
   lam0, lam1, steps = 2.0, 3.0, 3
   model = panda.PandaPhenomNN(
@@ -309,36 +378,51 @@ def test_phenomnn_prior_reduction_matches_dense(gamma_edge):
   sg = (b.sum(1) + 1) ** -0.5
   we = size if gamma_edge == "code" else 1 / size
   p_gamma = sg[:, None] * (b @ np.diag(we) @ b.T) * sg[None]
-  y0 = np.maximum(x.astype(f64) @ _np(model.inp.kernel) + _np(model.inp.bias), 0)
+  y0 = np.maximum(
+    x.astype(f64) @ _np(model.inp.kernel) + _np(model.inp.bias), 0
+  )
   q = lam0 * p_beta.sum(1) + lam1 * p_gamma.sum(1) + 1
   a = 1 / (1 + lam0 + lam1)
   y = y0
   for _ in range(steps):
-    y = (1 - a) * y + a * (lam0 * p_beta @ y + lam1 * p_gamma @ y + y0) / q[:, None]
-  want = np.asarray(model.head(jnp.asarray(np.maximum(y, 0), jnp.float32), deterministic=True))
+    y = (1 - a) * y + a * (lam0 * p_beta @ y + lam1 * p_gamma @ y + y0) / q[
+      :, None
+    ]
+  want = np.asarray(
+    model.head(jnp.asarray(np.maximum(y, 0), jnp.float32), deterministic=True)
+  )
   np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
 
 
-# ----------------------------------------------------------------------------- the README table
+# ------------------------------------------------------------- the README table
 
 
 def _difference_rows():
-  """``{what: row text}`` of the README's differences-from-the-reference table."""
+  """``{what: row text}`` of the README's differences-from-the-reference
+  table."""
   import pathlib
 
-  text = (pathlib.Path(__file__).parents[2] / "experiments" / "panda" / "README.md").read_text()
-  table = text.split("## Differences from the reference", 1)[1].split("\n## ", 1)[0]
+  text = (
+    pathlib.Path(__file__).parents[2] / "experiments" / "panda" / "README.md"
+  ).read_text()
+  table = text.split("## Differences from the reference", 1)[1].split(
+    "\n## ", 1
+  )[0]
   rows = {}
   for line in table.splitlines():
-    if line.startswith("| ") and not line.startswith("| what") and "---" not in line:
+    if (
+      line.startswith("| ")
+      and not line.startswith("| what")
+      and "---" not in line
+    ):
       cells = [c.strip() for c in line.strip("|").split("|")]
       rows[cells[0]] = line
   return rows
 
 
 def test_differences_table_matches_the_code_defaults():
-  """Each default-value row of the table states the value the code has (and no matched item
-  is still listed as different)."""
+  """Each default-value row of the table states the value the code has (and no
+  matched item is still listed as different)."""
   import inspect
 
   from experiments.panda.configs import default
@@ -350,18 +434,30 @@ def test_differences_table_matches_the_code_defaults():
 
   for cls in (panda.PandaHyperGCN, hg.HyperGCN):
     assert f"`fast={default_of(cls, 'fast')}` in both arms" in rows["HyperGCN"]
-    assert default_of(cls, "mediators") is False  # the reference's training-script default
+    # the reference's training-script default
+    assert default_of(cls, "mediators") is False
   cfg = panda.PandaConfig()
   row = rows["attention"]
-  assert f"`mix='{cfg.mix}'`" in row and f"`stage1_receivers='{cfg.stage1_receivers}'`" in row
-  assert cfg.att_version == "v2" and cfg.shared_att_weights and "GATv2, shared weights" in row
+  assert (
+    f"`mix='{cfg.mix}'`" in row
+    and f"`stage1_receivers='{cfg.stage1_receivers}'`" in row
+  )
+  assert (
+    cfg.att_version == "v2"
+    and cfg.shared_att_weights
+    and "GATv2, shared weights" in row
+  )
   c = default.get_config()
   runs = rows["datasets, splits, PhenomNN steps"]
   assert (
-    f"default: the four small shared sets, {c.num_splits} splits, {c.phenom_steps} steps" in runs
-  )
+    f"default: the four small shared sets, {c.num_splits} splits, "
+    f"{c.phenom_steps} steps"
+  ) in runs
   budget = rows["tuning budget"]
-  assert f"hidden {c.hidden}, {c.num_layers} layer, {c.heads} head, dropout {c.dropout}" in budget
+  assert (
+    f"hidden {c.hidden}, {c.num_layers} layer, {c.heads} head, "
+    f"dropout {c.dropout}"
+  ) in budget
   assert f"{c.epochs} epochs" in budget
   for matched in (
     "HyperGCN singleton hyperedges",
@@ -369,14 +465,16 @@ def test_differences_table_matches_the_code_defaults():
     "HyperGCN mediators (default)",
   ):
     assert matched not in rows
-  for cls in (panda.PandaPhenomNN, hg.PhenomNN):  # matched options keep the tuner's first value
+  # matched options keep the tuner's first value
+  for cls in (panda.PandaPhenomNN, hg.PhenomNN):
     assert default_of(cls, "alp") == 0.0 and default_of(cls, "h_setting") == 0
   assert default_of(panda.PandaGeDi, "other_complex") is False
   assert panda.PandaConfig().init == "reference"
 
 
 def test_coalescing_paths_agree():
-  """The int32-key path (sort the keys alone, binary search) equals the two-key sort."""
+  """The int32-key path (sort the keys alone, binary search) equals the two-key
+  sort."""
   from jaxpapers.panda._models import _coalesce
 
   rng = np.random.default_rng(3)
@@ -390,11 +488,18 @@ def test_coalescing_paths_agree():
   for x, y in zip(a[:2] + a[3:], b[:2] + b[3:]):
     np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
   keep = np.asarray(a[3] & a[4])
-  np.testing.assert_allclose(np.asarray(a[2])[keep], np.asarray(b[2])[keep], rtol=1e-6)
+  np.testing.assert_allclose(
+    np.asarray(a[2])[keep], np.asarray(b[2])[keep], rtol=1e-6
+  )
   want = {}
   for r, s, w, u in zip(*(np.asarray(v) for v in (rcv, snd, ww, used))):
     if u:
       want[(r, s)] = want.get((r, s), 0.0) + w
-  got = {(r, s): w for r, s, w in zip(*(np.asarray(v)[keep] for v in (a[0], a[1], a[2])))}
+  got = {
+    (r, s): w
+    for r, s, w in zip(*(np.asarray(v)[keep] for v in (a[0], a[1], a[2])))
+  }
   assert set(got) == set(want)
-  np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=1e-5)
+  np.testing.assert_allclose(
+    [got[k] for k in want], list(want.values()), rtol=1e-5
+  )

@@ -1,4 +1,5 @@
-"""The equal-budget random search: seeded draws equal across arms, selection, resume."""
+"""The equal-budget random search: seeded draws equal across arms, selection,
+resume."""
 
 import json
 import math
@@ -25,7 +26,8 @@ def test_draws_are_seeded_and_match_a_hand_transcription():
   for t in range(5):
     a, b = panda.draw_trial(sp, 7, t), panda.draw_trial(sp, 7, t)
     assert a == b
-    u = np.random.default_rng([7, t]).random(9)  # one uniform per parameter, in SPACE_ORDER
+    # one uniform per parameter, in SPACE_ORDER
+    u = np.random.default_rng([7, t]).random(9)
     assert a["num_layers"] == (1, 2, 3)[int(u[0] * 3)]
     assert a["hidden"] == (64, 128, 256)[int(u[1] * 3)]
     assert a["dropout"] == pytest.approx(0.7 * u[2], rel=1e-12)
@@ -33,7 +35,11 @@ def test_draws_are_seeded_and_match_a_hand_transcription():
     assert a["wd"] == pytest.approx(1e-6 * (1e4 ** u[4]), rel=1e-12)
     assert a["heads"] == (1, 2, 4)[int(u[5] * 3)]
     assert a["phenom_steps"] == (2, 4, 8)[int(u[8] * 3)]
-  assert panda.draw_trial(sp, 7, 0) != panda.draw_trial(sp, 8, 0) != panda.draw_trial(sp, 7, 1)
+  assert (
+    panda.draw_trial(sp, 7, 0)
+    != panda.draw_trial(sp, 8, 0)
+    != panda.draw_trial(sp, 7, 1)
+  )
   lrs = [panda.draw_trial(sp, 0, t)["lr"] for t in range(200)]
   assert 1e-3 <= min(lrs) and max(lrs) <= 3e-2
   # log-uniform: about half the draws below the geometric midpoint
@@ -44,8 +50,12 @@ def test_shared_parameters_are_drawn_identically_for_both_arms():
   sp = _space()
   for backbone in ("gedi", "hgnn", "hypergcn", "phenomnn"):
     for t in range(6):
-      v = panda.applicable_hparams(panda.draw_trial(sp, 0, t), backbone, "vanilla")
-      p = panda.applicable_hparams(panda.draw_trial(sp, 0, t), backbone, "panda")
+      v = panda.applicable_hparams(
+        panda.draw_trial(sp, 0, t), backbone, "vanilla"
+      )
+      p = panda.applicable_hparams(
+        panda.draw_trial(sp, 0, t), backbone, "panda"
+      )
       assert "heads" in p and "heads" not in v
       assert {k: p[k] for k in v} == v
       assert set(p) - set(v) == {"heads"}
@@ -73,7 +83,8 @@ def test_bad_space_names_the_parameter():
 
 def test_selection_picks_the_best_mean_validation_trial():
   trials = [
-    dict(val=[0.50, 0.70], test=[0.9, 0.9]),  # mean 0.60 (best test: not what is selected)
+    # mean 0.60 (best test: not what is selected)
+    dict(val=[0.50, 0.70], test=[0.9, 0.9]),
     dict(val=[0.60, 0.70], test=[0.1, 0.1]),  # mean 0.65, first of the tie
     dict(val=[0.65, 0.65], test=[0.2, 0.2]),  # mean 0.65
     dict(val=[0.80, 0.40], test=[0.3, 0.3]),  # mean 0.60
@@ -106,25 +117,36 @@ def _tiny_config():
   return c
 
 
-def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_path, monkeypatch):
-  """The search's bookkeeping with the training replaced by a deterministic fake."""
+def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(
+  tmp_path, monkeypatch
+):
+  """The search's bookkeeping with the training replaced by a deterministic
+  fake."""
   calls = []
 
   def fake_train(cache, arm, hp, keys, splits):
     runs = len(splits)
     assert len(keys) == runs
     calls.append((arm, hp["dropout"], runs))
-    v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)  # the larger dropout wins
-    return dict(val=[v] * runs, test=[v - 0.1 * s for s in splits], epoch=[3] * runs, params=9)
+    # the larger dropout wins
+    v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)
+    return dict(
+      val=[v] * runs,
+      test=[v - 0.1 * s for s in splits],
+      epoch=[3] * runs,
+      params=9,
+    )
 
   monkeypatch.setattr(panda.TrialCache, "train", fake_train)
   cfg = _tiny_config()
   cfg.trials = 3
-  drops = [panda.draw_trial(cfg.space, cfg.seed, t)["dropout"] for t in range(3)]
+  drops = [
+    panda.draw_trial(cfg.space, cfg.seed, t)["dropout"] for t in range(3)
+  ]
   best = int(np.argmax(drops))
   metrics = search.train_and_evaluate(cfg, tmp_path)
-  # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for the final, in
-  # two batches of a trial's size
+  # 3 trials x 2 arms on 2 search splits, then 2 inits x 2 splits per arm for
+  # the final, in two batches of a trial's size
   assert sorted(calls) == sorted(
     [(a, d, 2) for a in ("vanilla", "panda") for d in drops]
     + [(a, drops[best], 2) for a in ("vanilla", "panda") for _ in range(2)]
@@ -133,9 +155,13 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   for a in ("vanilla", "panda"):
     assert metrics["per_cell"][f"{ds}|hgnn|{a}"]["selected_trial"] == best
   v = 100 * (0.5 + drops[best] / 2)
-  assert metrics["per_cell"][f"{ds}|hgnn|vanilla"]["test_mean"] == pytest.approx(v - 5.0)
+  assert metrics["per_cell"][f"{ds}|hgnn|vanilla"][
+    "test_mean"
+  ] == pytest.approx(v - 5.0)
   assert metrics["mean_improvement_pp"] == pytest.approx(1.0)
-  assert metrics["per_pair"][f"{ds}|hgnn"]["diffs_pp"] == pytest.approx([1.0, 1.0])
+  assert metrics["per_pair"][f"{ds}|hgnn"]["diffs_pp"] == pytest.approx(
+    [1.0, 1.0]
+  )
   n = len(calls)
   again = search.train_and_evaluate(cfg, tmp_path)
   assert len(calls) == n and again["per_cell"] == metrics["per_cell"]
@@ -143,8 +169,13 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   cfg.trials = 4
   cfg.max_cpu_s = 1e-9
   part = search.train_and_evaluate(cfg, tmp_path / "other")
-  assert len(calls) == n and part["cells"] == 0 and part["coverage"]["stopped_by_cpu_budget"]
-  # more trials on the same store: only the new trial runs (and a final if the selection moves)
+  assert (
+    len(calls) == n
+    and part["cells"] == 0
+    and part["coverage"]["stopped_by_cpu_budget"]
+  )
+  # more trials on the same store: only the new trial runs (and a final if the
+  # selection moves)
   cfg.max_cpu_s = 0.0
   more = search.train_and_evaluate(cfg, tmp_path)
   d3 = panda.draw_trial(cfg.space, cfg.seed, 3)["dropout"]
@@ -152,31 +183,46 @@ def test_resume_recomputes_nothing_and_the_final_reruns_the_selected_trial(tmp_p
   if d3 > drops[best]:
     new += [(a, d3, 2) for a in ("vanilla", "panda") for _ in range(2)]
   assert sorted(calls[n:]) == sorted(new)
-  assert more["per_cell"][f"{ds}|hgnn|panda"]["selected_trial"] == (3 if d3 > drops[best] else best)
+  assert more["per_cell"][f"{ds}|hgnn|panda"]["selected_trial"] == (
+    3 if d3 > drops[best] else best
+  )
 
 
-def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, monkeypatch):
-  """``final_shard``: two workdirs compute alternate final batches; a merged run joins them."""
+def test_finals_shared_by_two_processes_join_to_the_unshared_final(
+  tmp_path, monkeypatch
+):
+  """``final_shard``: two workdirs compute alternate final batches; a merged run
+  joins them."""
   calls = []
 
   def fake_train(cache, arm, hp, keys, splits):
     calls.append((arm, tuple(int(s) for s in splits)))
     v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)
-    key_bits = [float(jax.random.key_data(k).sum() % 97) for k in keys]  # which keys it got
-    return dict(val=[v] * len(splits), test=key_bits, epoch=list(splits), params=9)
+    # which keys it got
+    key_bits = [float(jax.random.key_data(k).sum() % 97) for k in keys]
+    return dict(
+      val=[v] * len(splits), test=key_bits, epoch=list(splits), params=9
+    )
 
   monkeypatch.setattr(panda.TrialCache, "train", fake_train)
   cfg = _tiny_config()
-  cfg.num_splits, cfg.final_inits = 2, 3  # 6 runs in batches of 2: batches 0, 1, 2
+  # 6 runs in batches of 2: batches 0, 1, 2
+  cfg.num_splits, cfg.final_inits = 2, 3
   whole = search.train_and_evaluate(cfg, tmp_path / "whole")
-  finals = {k: v for k, v in train._read_cells(tmp_path / "whole").items() if k.count("|") == 3}
-  assert len(finals) == 2 * 2 + 2  # per arm: two trials and a final (batch keys have 4 bars)
+  finals = {
+    k: v
+    for k, v in train._read_cells(tmp_path / "whole").items()
+    if k.count("|") == 3
+  }
+  # per arm: two trials and a final (batch keys have 4 bars)
+  assert len(finals) == 2 * 2 + 2
   calls.clear()
   for i in (0, 1):
     cfg.final_shard = (i, 2)
     part = search.train_and_evaluate(cfg, tmp_path / f"shard{i}")
     assert part["cells"] == 0  # neither process holds every batch of a final
-  # each process ran both arms' 2 trials; each of a final's 3 batches ran once in all, per arm
+  # each process ran both arms' 2 trials; each of a final's 3 batches ran once
+  # in all, per arm
   assert len(calls) == 2 * 2 * 2 + 3 * 2
   cfg.final_shard = (0, 1)
   cfg.report_only = True
@@ -185,23 +231,32 @@ def test_finals_shared_by_two_processes_join_to_the_unshared_final(tmp_path, mon
   joined = search.train_and_evaluate(cfg, tmp_path / "joined")
   assert len(calls) == n  # joining trains nothing
   timing = ("cpu_s", "search_cpu_s", "final_cpu_s", "wall_s")
-  untimed = lambda pc: {c: {k: v for k, v in x.items() if k not in timing} for c, x in pc.items()}
+  untimed = lambda pc: {
+    c: {k: v for k, v in x.items() if k not in timing} for c, x in pc.items()
+  }
   assert untimed(joined["per_cell"]) == untimed(whole["per_cell"])
   got = train._read_cells(tmp_path / "joined")
   for k, v in finals.items():
-    assert {x: got[k][x] for x in v if x not in timing} == {x: v[x] for x in v if x not in timing}
+    assert {x: got[k][x] for x in v if x not in timing} == {
+      x: v[x] for x in v if x not in timing
+    }
   cfg.final_shard = (2, 2)
   with pytest.raises(ValueError, match="final_shard"):
     search.train_and_evaluate(cfg, tmp_path / "bad")
 
 
-def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypatch):
-  """Trials of one structure reuse one compiled program, and reuse does not change a result."""
-  cfg = _tiny_config()  # every trial: 1 layer, hidden 4, 1 head; lr, wd, dropout differ
+def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(
+  monkeypatch,
+):
+  """Trials of one structure reuse one compiled program, and reuse does not
+  change a result."""
+  # every trial: 1 layer, hidden 4, 1 head; lr, wd, dropout differ
+  cfg = _tiny_config()
   data, _ = train.load_datasets(cfg)
   d = hg.as_undirected(data["synthetic-small"])
   alone = search.run_trial(cfg, search.trial_cache(cfg, d, "hgnn"), "panda", 1)
-  builds = []  # a model is built when a program is traced (and once to count parameters)
+  # a model is built when a program is traced (and once to count parameters)
+  builds = []
   model_fn = panda_search.trial_model_fn
 
   def counting(*a):
@@ -214,28 +269,44 @@ def test_a_trial_is_the_same_alone_or_after_others_sharing_its_program(monkeypat
   n = len(builds)
   after = search.run_trial(cfg, cache, "panda", 1)
   final = search.run_final(cfg, cache, "panda", 1)
-  assert n > 0 and len(builds) == n and len(cache) == 1  # nothing traced after the first trial
+  # nothing traced after the first trial
+  assert n > 0 and len(builds) == n and len(cache) == 1
   assert first["hp"]["dropout"] != after["hp"]["dropout"]
   for k in ("val", "test", "epoch", "params", "hp"):
     assert after[k] == alone[k], k
-  assert np.asarray(final["test_runs"]).shape == (cfg.final_inits, cfg.num_splits)
-  # A final joined from its batch cells equals one TrialCache.train pass over all its runs, also
-  # when the last batch is padded (3 runs in batches of 2), on the same compiled program.
+  assert np.asarray(final["test_runs"]).shape == (
+    cfg.final_inits,
+    cfg.num_splits,
+  )
+  # A final joined from its batch cells equals one TrialCache.train pass over
+  # all its runs, also when the last batch is padded (3 runs in batches of 2),
+  # on the same compiled program.
   cfg.num_splits, cfg.final_inits = 1, 3
   joined = search.run_final(cfg, cache, "panda", 1)
-  hp = panda.applicable_hparams(panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "panda")
-  keys = jax.numpy.concatenate([panda.trial_keys(cfg.seed, 1, j, 1) for j in range(3)])
+  hp = panda.applicable_hparams(
+    panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "panda"
+  )
+  keys = jax.numpy.concatenate(
+    [panda.trial_keys(cfg.seed, 1, j, 1) for j in range(3)]
+  )
   one = cache.train("panda", hp, keys, np.zeros(3, int))
-  assert joined["test_runs"] == (np.asarray(one["test"]) * 100).reshape(3, 1).tolist()
-  assert joined["best_epoch_runs"] == np.asarray(one["epoch"]).reshape(3, 1).tolist()
-  assert joined["test_runs"][0] == final["test_runs"][0][:1]  # init 0, split 0: same run
+  assert (
+    joined["test_runs"]
+    == (np.asarray(one["test"]) * 100).reshape(3, 1).tolist()
+  )
+  assert (
+    joined["best_epoch_runs"] == np.asarray(one["epoch"]).reshape(3, 1).tolist()
+  )
+  # init 0, split 0: same run
+  assert joined["test_runs"][0] == final["test_runs"][0][:1]
   assert len(builds) == n  # still nothing traced
   with pytest.raises(ValueError, match=r"batch must be an int in \[0, 2\)"):
     search.run_final_batch(cfg, cache, "panda", 1, 2)
 
 
 def test_a_structure_model_depends_on_the_structure_only():
-  """Trials that differ only in traced values build one model, with every dropout layer."""
+  """Trials that differ only in traced values build one model, with every
+  dropout layer."""
   cfg = _tiny_config()
   data, _ = train.load_datasets(cfg)
   d = hg.backbone_input("phenomnn", data["synthetic-small"])
@@ -243,7 +314,10 @@ def test_a_structure_model_depends_on_the_structure_only():
   a = dict(base, dropout=0.0, lam0=0.3, lam1=2.0)
   b = dict(base, dropout=0.2, lam0=1.7, lam1=0.1)
   assert panda.trial_structure(a) == panda.trial_structure(b)
-  built = [panda.structure_model_fn(d, "phenomnn", "panda", hp)(nnx.Rngs(0)) for hp in (a, b)]
+  built = [
+    panda.structure_model_fn(d, "phenomnn", "panda", hp)(nnx.Rngs(0))
+    for hp in (a, b)
+  ]
   own = panda.trial_model_fn(d, "phenomnn", "panda", a)(nnx.Rngs(0))
   for m in (*built, own):
     assert isinstance(m, panda.PandaPhenomNN)
@@ -252,20 +326,28 @@ def test_a_structure_model_depends_on_the_structure_only():
   assert (own.drop.rate, own.lam0, own.lam1) == (0.0, 0.3, 2.0)
   sa, sb = (jax.tree.map(np.asarray, nnx.state(m, nnx.Param)) for m in built)
   jax.tree.map(np.testing.assert_array_equal, sa, sb)
-  wider = panda.structure_model_fn(d, "phenomnn", "panda", dict(a, hidden=8))(nnx.Rngs(0))
+  wider = panda.structure_model_fn(d, "phenomnn", "panda", dict(a, hidden=8))(
+    nnx.Rngs(0)
+  )
   size = lambda m: sum(x.size for x in jax.tree.leaves(nnx.state(m, nnx.Param)))
   assert size(wider) > size(built[0])
 
 
 def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
-  """``runs_per_program``: the same runs, keys and splits through a smaller program batch."""
+  """``runs_per_program``: the same runs, keys and splits through a smaller
+  program batch."""
   cfg = _tiny_config()
   cfg.num_splits = cfg.search_splits = 3
   data, _ = train.load_datasets(cfg)
   d = hg.as_undirected(data["synthetic-small"])
-  hp = panda.applicable_hparams(panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "vanilla")
-  hp["dropout"] = 0.5  # the keys matter: a run given another run's key has other losses
-  keys = jax.numpy.concatenate([panda.trial_keys(cfg.seed, 1, j, 3) for j in range(2)])
+  hp = panda.applicable_hparams(
+    panda.draw_trial(cfg.space, cfg.seed, 1), "hgnn", "vanilla"
+  )
+  # the keys matter: a run given another run's key has other losses
+  hp["dropout"] = 0.5
+  keys = jax.numpy.concatenate(
+    [panda.trial_keys(cfg.seed, 1, j, 3) for j in range(2)]
+  )
   splits = np.tile(np.arange(3), 2)  # 6 runs: two batches of 3
   sizes, losses = [], []
 
@@ -286,25 +368,36 @@ def test_fewer_runs_per_program_give_the_same_runs(tmp_path, monkeypatch):
     cache.program = prog
     return cache
 
-  whole = recording(search.trial_cache(cfg, d, "hgnn")).train("vanilla", hp, keys, splits)
+  whole = recording(search.trial_cache(cfg, d, "hgnn")).train(
+    "vanilla", hp, keys, splits
+  )
   assert sizes == [3, 3]
   ref = np.concatenate(losses)  # [6 runs, epochs]
-  assert len({tuple(np.round(x, 4)) for x in ref}) == 6  # every run differs from the others
+  # every run differs from the others
+  assert len({tuple(np.round(x, 4)) for x in ref}) == 6
   for rpp, want in ((1, [1] * 6), (5, [3, 3])):
     sizes.clear()
     losses.clear()
     cfg.runs_per_program = rpp
-    got = recording(search.trial_cache(cfg, d, "hgnn")).train("vanilla", hp, keys, splits)
+    got = recording(search.trial_cache(cfg, d, "hgnn")).train(
+      "vanilla", hp, keys, splits
+    )
     assert sizes == want, rpp
-    np.testing.assert_allclose(np.concatenate(losses), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+      np.concatenate(losses), ref, rtol=1e-5, atol=1e-6
+    )
     np.testing.assert_allclose(got["val"], whole["val"], atol=1e-6)
     np.testing.assert_allclose(got["test"], whole["test"], atol=1e-6)
     assert got["epoch"] == whole["epoch"] and got["params"] == whole["params"]
   for bad in (0, -1, 1.5, True, "2"):
-    with pytest.raises(ValueError, match="runs_per_program must be None or a positive int"):
+    with pytest.raises(
+      ValueError, match=("runs_per_program must be None or a positive int")
+    ):
       panda.TrialCache(d, "hgnn", epochs=1, runs=3, runs_per_program=bad)
   cfg.runs_per_program = 0
-  with pytest.raises(ValueError, match="runs_per_program must be None or a positive int, got 0"):
+  with pytest.raises(
+    ValueError, match=("runs_per_program must be None or a positive int, got 0")
+  ):
     search.train_and_evaluate(cfg, tmp_path)
 
 
@@ -319,9 +412,14 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
     for a in ("vanilla", "panda")
   ]
   assert sorted(cells) == sorted(
-    [f"{ds}|hgnn|{a}|trial{t:03d}" for a in ("vanilla", "panda") for t in range(2)]
+    [
+      f"{ds}|hgnn|{a}|trial{t:03d}"
+      for a in ("vanilla", "panda")
+      for t in range(2)
+    ]
     + finals
-    + [f"{f}|batch{k:02d}" for f in finals for k in range(2)]  # 2 inits x 2 splits, by 2
+    # 2 inits x 2 splits, by 2
+    + [f"{f}|batch{k:02d}" for f in finals for k in range(2)]
   )
   for a in ("vanilla", "panda"):
     trials = [cells[f"{ds}|hgnn|{a}|trial{t:03d}"] for t in range(2)]
@@ -348,10 +446,16 @@ def test_search_end_to_end_and_resume_recomputes_nothing(tmp_path, monkeypatch):
   monkeypatch.setattr(search, "run_final_batch", boom)
   again = search.train_and_evaluate(cfg, tmp_path)
   assert again["per_cell"] == metrics["per_cell"]
-  # the binary's entry point dispatches a config with a search space to the search
-  assert main.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
-  with pytest.raises(ValueError, match=r"unknown config field\(s\) \[.*'space'"):
-    train.train_and_evaluate(cfg, tmp_path)  # the fixed sweep's view refuses the search fields
+  # the binary's entry point dispatches a config with a search space to the
+  # search
+  assert (
+    main.train_and_evaluate(cfg, tmp_path)["per_cell"] == metrics["per_cell"]
+  )
+  with pytest.raises(
+    ValueError, match=(r"unknown config field\(s\) \[.*'space'")
+  ):
+    # the fixed sweep's view refuses the search fields
+    train.train_and_evaluate(cfg, tmp_path)
 
 
 def test_prior_flags_split_cells_at_and_below_the_majority_predictor():
@@ -370,19 +474,29 @@ def test_prior_flags_split_cells_at_and_below_the_majority_predictor():
   assert flags["cells_below_majority"] == ["a|hgnn|vanilla", "b|hgnn|vanilla"]
   narrow = train.prior_flags(finals, majority, band=0.2)
   assert narrow["cells_at_majority"] == []
-  assert narrow["cells_below_majority"] == ["a|gedi|vanilla", "a|hgnn|vanilla", "b|hgnn|vanilla"]
+  assert narrow["cells_below_majority"] == [
+    "a|gedi|vanilla",
+    "a|hgnn|vanilla",
+    "b|hgnn|vanilla",
+  ]
 
 
 def test_search_config_keeps_the_default_claim_rule():
-  """The same claim and rule; only the parameter-matched control (no matched arm here) is left out."""
-  (search,), (dflt,) = search_config.get_config().claims, default.get_config().claims
+  """The same claim and rule; only the parameter-matched control (no matched arm
+  here) is left out."""
+  (search,), (dflt,) = (
+    search_config.get_config().claims,
+    default.get_config().claims,
+  )
   assert "controls" not in search and dflt["controls"]
   assert search == {k: v for k, v in dflt.items() if k != "controls"}
 
 
-@pytest.mark.parametrize("backbone", ["hgnn", "phenomnn"])  # a layer stack; unrolled steps
+# a layer stack; unrolled steps
+@pytest.mark.parametrize("backbone", ["hgnn", "phenomnn"])
 def test_match_hidden_is_the_closest_width_by_brute_force(backbone):
-  """PANDA's width at the vanilla arm's parameter count: the best of every width up to 20."""
+  """PANDA's width at the vanilla arm's parameter count: the best of every width
+  up to 20."""
   cfg = _tiny_config()
   data, _ = train.load_datasets(cfg)
   d = hg.backbone_input(backbone, data["synthetic-small"])
@@ -392,29 +506,41 @@ def test_match_hidden_is_the_closest_width_by_brute_force(backbone):
   target = panda.count_params(panda.trial_model_fn(d, backbone, "vanilla", v))
   h, n = panda.match_hidden(d, backbone, "panda", p, target, max_hidden=20)
   counts = {
-    w: panda.count_params(panda.trial_model_fn(d, backbone, "panda", dict(p, hidden=w)))
+    w: panda.count_params(
+      panda.trial_model_fn(d, backbone, "panda", dict(p, hidden=w))
+    )
     for w in range(1, 21)
   }
   dev = {w: abs(c / target - 1) for w, c in counts.items()}
   assert n == counts[h] and dev[h] == min(dev.values())
-  assert h == min(w for w in dev if dev[w] == dev[h])  # the narrower width on a tie
+  # the narrower width on a tie
+  assert h == min(w for w in dev if dev[w] == dev[h])
   assert list(counts.values()) == sorted(counts.values())
   # the vanilla arm matched to its own count gets its own width back
-  assert panda.match_hidden(d, backbone, "vanilla", v, target, max_hidden=20) == (8, target)
+  assert panda.match_hidden(
+    d, backbone, "vanilla", v, target, max_hidden=20
+  ) == (8, target)
   with pytest.raises(ValueError, match="target must be an int >= 1"):
     panda.match_hidden(d, backbone, "panda", p, 0)
 
 
-def test_equal_parameter_search_matches_every_panda_trial(tmp_path, monkeypatch):
-  """``match_params``: PANDA's width per draw, the recorded deviation, the two-level interval."""
+def test_equal_parameter_search_matches_every_panda_trial(
+  tmp_path, monkeypatch
+):
+  """``match_params``: PANDA's width per draw, the recorded deviation, the
+  two-level interval."""
   seen = []
 
   def fake_train(cache, arm, hp, keys, splits):
     seen.append((arm, dict(hp)))
-    n = panda.count_params(panda.trial_model_fn(cache.data, cache.backbone, arm, hp))
+    n = panda.count_params(
+      panda.trial_model_fn(cache.data, cache.backbone, arm, hp)
+    )
     v = 0.5 + hp["dropout"] / 2 + (0.01 if arm == "panda" else 0.0)
     test = [v - 0.1 * s + (0.02 * s if arm == "panda" else 0.0) for s in splits]
-    return dict(val=[v] * len(splits), test=test, epoch=[3] * len(splits), params=n)
+    return dict(
+      val=[v] * len(splits), test=test, epoch=[3] * len(splits), params=n
+    )
 
   monkeypatch.setattr(panda.TrialCache, "train", fake_train)
   cfg = _tiny_config()
@@ -431,14 +557,21 @@ def test_equal_parameter_search_matches_every_panda_trial(tmp_path, monkeypatch)
     target = panda.count_params(panda.trial_model_fn(d, "hgnn", "vanilla", v))
     h, n = panda.match_hidden(d, "hgnn", "panda", p, target)
     assert ("panda", dict(p, hidden=h)) in seen and ("vanilla", v) in seen
-    assert h < 24  # the heads' extra parameters are paid for with a narrower per-head width
+    # the heads' extra parameters are paid for with a narrower per-head width
+    assert h < 24
     devs.append(abs(n / target - 1))
-  assert all(hp["hidden"] != 24 for arm, hp in seen if arm == "panda")  # finals too
-  assert metrics["param_match"] == dict(max_abs_dev=pytest.approx(max(devs)), trials_matched=2)
+  # finals too
+  assert all(hp["hidden"] != 24 for arm, hp in seen if arm == "panda")
+  assert metrics["param_match"] == dict(
+    max_abs_dev=pytest.approx(max(devs)), trials_matched=2
+  )
   assert metrics["coverage"]["epochs"] == cfg.epochs
   cells = metrics["per_cell"]
   diff = np.subtract(
-    *(cells[f"synthetic-small|hgnn|{a}"]["split_test"] for a in ("panda", "vanilla"))
+    *(
+      cells[f"synthetic-small|hgnn|{a}"]["split_test"]
+      for a in ("panda", "vanilla")
+    )
   )
   b = core.cluster_bootstrap(100 * diff[None, :], seed=0)
   der = metrics["derived"]

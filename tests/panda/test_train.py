@@ -1,4 +1,5 @@
-"""Training: one compile for many runs (no recompilation across epochs, splits or sweep points)."""
+"""Training: one compile for many runs (no recompilation across epochs, splits
+or sweep points)."""
 
 import chex
 import jax
@@ -25,11 +26,18 @@ def test_trainer_compiles_once_and_learns():
     )
   )
   chex.clear_trace_counter()
-  # model_fn is called once when the init program is traced and once when the epoch chunk is
-  # traced (for the module structure); a third call would mean a recompilation.
+  # model_fn is called once when the init program is traced and once when the
+  # epoch chunk is traced (for the module structure); a third call would mean a
+  # recompilation.
   mf = chex.assert_max_traces(
     lambda rngs: panda.make_model(
-      "hgnn", None, in_features=4, num_classes=2, hidden=4, dropout=0.0, rngs=rngs
+      "hgnn",
+      None,
+      in_features=4,
+      num_classes=2,
+      hidden=4,
+      dropout=0.0,
+      rngs=rngs,
     ),
     n=2,
   )
@@ -51,9 +59,12 @@ def test_trainer_compiles_once_and_learns():
 
 
 def test_traced_dropout_and_lambdas_act_as_the_built_values():
-  """A model built with nominal values, given traced ones, computes as one built with them."""
+  """A model built with nominal values, given traced ones, computes as one built
+  with them."""
   d = hg.as_undirected(
-    hg.make_synthetic(0, num_classes=3, nodes_per_class=10, n_intra=6, n_inter=3, num_splits=2)
+    hg.make_synthetic(
+      0, num_classes=3, nodes_per_class=10, n_intra=6, n_inter=3, num_splits=2
+    )
   )
 
   def build(dropout, lam0, lam1):
@@ -76,16 +87,23 @@ def test_traced_dropout_and_lambdas_act_as_the_built_values():
 
   @jax.jit
   def forward(hp):
-    built = nnx.merge(gd_b, params, rest_b)(d, deterministic=False, rngs=nnx.Rngs(dropout=key))
+    built = nnx.merge(gd_b, params, rest_b)(
+      d, deterministic=False, rngs=nnx.Rngs(dropout=key)
+    )
     m = panda.with_hparams(nnx.merge(gd_n, params, rest_n), hp)
     return built, m(d, deterministic=False, rngs=nnx.Rngs(dropout=key))
 
   built, traced = forward(dict(dropout=0.3, lam0=10.0, lam1=0.1))
   np.testing.assert_allclose(traced, built, rtol=1e-5, atol=1e-6)
-  _, other = forward(dict(dropout=0.5, lam0=1.0, lam1=1.0))  # the nominal values: not the same
+  # the nominal values: not the same
+  _, other = forward(dict(dropout=0.5, lam0=1.0, lam1=1.0))
   assert np.abs(np.asarray(other) - np.asarray(built)).max() > 1e-3
   with pytest.raises(ValueError, match="lam0"):
-    m = panda.make_model("hgnn", None, in_features=3, num_classes=2, rngs=nnx.Rngs(params=0))
+    m = panda.make_model(
+      "hgnn", None, in_features=3, num_classes=2, rngs=nnx.Rngs(params=0)
+    )
     panda.with_hparams(m, {"lam0": 1.0})
   with pytest.raises(ValueError, match="unknown traced hyperparameters"):
-    panda.make_trainer(lambda rngs: m, 2)(d, None, None, None, None, heads=jnp.ones(2))
+    panda.make_trainer(lambda rngs: m, 2)(
+      d, None, None, None, None, heads=jnp.ones(2)
+    )

@@ -1,4 +1,5 @@
-"""Bad-input battery for jaxpapers.soda (eager and under jax.jit), plus degenerate inputs."""
+"""Bad-input battery for jaxpapers.soda (eager and under jax.jit), plus
+degenerate inputs."""
 
 import jax
 import jax.numpy as jnp
@@ -8,7 +9,10 @@ import optax
 from jaxpapers import soda
 from tests.bad_input_util import Case, assert_covers, parametrize, run_case
 
-STUDY = "the horizon study's host-side setup: static configuration, checked before tracing"
+STUDY = (
+  "the horizon study's host-side setup: static configuration, "
+  "checked before tracing"
+)
 W = np.ones((3, 2), np.float32)
 G = np.full((3, 2), 0.5, np.float32)
 
@@ -35,7 +39,9 @@ def _update_int_params(w, g):
 
 
 def _tree_mismatch(w, g):
-  return _step(soda.soda(optax.adamw(1e-2, weight_decay=0.0)), {"w": w}, {"v": g})
+  return _step(
+    soda.soda(optax.adamw(1e-2, weight_decay=0.0)), {"w": w}, {"v": g}
+  )
 
 
 def _shape_mismatch(w, g):
@@ -87,7 +93,9 @@ CASES = [
     "soda.soda_nadam",
     _shape_mismatch,
     (W, G),
-    match=r"updates\['w'\] has shape \(2, 2\) but the parameter has shape \(3, 2\)",
+    match=(
+      r"updates\['w'\] has shape \(2, 2\) but the parameter has shape \(3, 2\)"
+    ),
     id="nadam-shape-mismatch",
   ),
   Case(
@@ -116,7 +124,11 @@ CASES = [
     id="lmo-extrapolation",
   ),
   Case(
-    "soda.soda_lmo", _lmo_mismatch, (W, G), match="same pytree structure", id="lmo-tree-mismatch"
+    "soda.soda_lmo",
+    _lmo_mismatch,
+    (W, G),
+    match="same pytree structure",
+    id=("lmo-tree-mismatch"),
   ),
   Case(
     "soda.soda_eval_params",
@@ -151,7 +163,11 @@ CASES = [
     "soda.LmoDimensionNumbers",
     soda.lmo_direction,
     (G, "spectral"),
-    kwargs=dict(dimension_numbers=soda.LmoDimensionNumbers(reduction_axis=0, output_axis=3)),
+    kwargs=dict(
+      dimension_numbers=soda.LmoDimensionNumbers(
+        reduction_axis=0, output_axis=3
+      )
+    ),
     match="axis 3 of .* is out of range",
     id="dimension-numbers-range",
   ),
@@ -159,7 +175,11 @@ CASES = [
     "soda.LmoDimensionNumbers",
     soda.lmo_direction,
     (G, "spectral"),
-    kwargs=dict(dimension_numbers=soda.LmoDimensionNumbers(reduction_axis=0, output_axis=0)),
+    kwargs=dict(
+      dimension_numbers=soda.LmoDimensionNumbers(
+        reduction_axis=0, output_axis=0
+      )
+    ),
     match="reduction and output axes overlap",
     id="dimension-numbers-overlap",
   ),
@@ -209,7 +229,17 @@ CASES = [
     id="momentum-init",
   ),
   *(
-    Case(name, fn, args, kwargs, error=err, match=match, jit=None, jit_reason=STUDY, id=cid)
+    Case(
+      name,
+      fn,
+      args,
+      kwargs,
+      error=err,
+      match=match,
+      jit=None,
+      jit_reason=STUDY,
+      id=cid,
+    )
     for name, fn, args, kwargs, err, match, cid in (
       (
         "wsd_schedule",
@@ -313,7 +343,9 @@ CASES = [
         "horizon_sweep",
         soda.horizon_sweep,
         ({},),
-        dict(families=("sgd",), b1=0.9, b2=0.99, warmup_frac=0.0, cooldown_frac=0.3),
+        dict(
+          families=("sgd",), b1=0.9, b2=0.99, warmup_frac=0.0, cooldown_frac=0.3
+        ),
         ValueError,
         "families must be a non-empty subset",
         "horizon_sweep",
@@ -322,13 +354,25 @@ CASES = [
   ),
 ]
 
-_ROWS = [{"horizon": 10, "family": "adamw", "lr": 0.1, "wd": 0.0, "metric": 1.0, "metric_std": 0}]
+_ROWS = [
+  {
+    "horizon": 10,
+    "family": "adamw",
+    "lr": 0.1,
+    "wd": 0.0,
+    "metric": 1.0,
+    "metric_std": 0,
+  }
+]
 HOST = "reads host-side result rows (JSON), never traced"
 CASES += [
   Case(
     "soda.best_run",
     lambda: soda.best_run([{"horizon": 10, "family": "adamw"}], 10, "adamw"),
-    match=r"rows\[0\] must have the keys \['horizon', 'family', 'metric'\], lacks \['metric'\]",
+    match=(
+      r"rows\[0\] must have the keys \['horizon', 'family', 'metric'\], "
+      r"lacks \['metric'\]"
+    ),
     jit=None,
     jit_reason=HOST,
     id="best-run-row-keys",
@@ -379,7 +423,8 @@ def test_covers_public_api():
 
 
 def test_nan_gradients_give_nan_updates_not_zero():
-  """A NaN gradient propagates (never a silent zero update), eagerly and under jit."""
+  """A NaN gradient propagates (never a silent zero update), eagerly and under
+  jit."""
   tx = soda.soda_adamw(1e-2)
   params = {"w": jnp.ones(3)}
   grads = {"w": jnp.array([jnp.nan, 0.0, 1.0])}
@@ -389,7 +434,8 @@ def test_nan_gradients_give_nan_updates_not_zero():
 
 
 def test_first_step_equals_base_step():
-  """Degenerate k = 0: the anchored decay is zero, so SODA's first step is the base step."""
+  """Degenerate k = 0: the anchored decay is zero, so SODA's first step is the
+  base step."""
   params, grads = {"w": jnp.asarray(W)}, {"w": jnp.asarray(G)}
   u = _step(soda.soda_adamw(1e-2), params, grads)["w"]
   ref = _step(optax.adamw(1e-2, weight_decay=0.0), params, grads)["w"]

@@ -1,8 +1,9 @@
 """SODA's optax update steps and LMO directions, with and without ``jax.jit``.
 
-Each optimizer is run a few steps with its ``update`` under the variant and compared with a
-float64 NumPy recursion of the documented equations; the directions with closed forms (the
-exact polar factor from an SVD, sign and norm rescalings).
+Each optimizer is run a few steps with its ``update`` under the variant and
+compared with a float64 NumPy recursion of the documented equations; the
+directions with closed forms (the exact polar factor from an SVD, sign and norm
+rescalings).
 """
 
 import functools
@@ -15,22 +16,29 @@ import optax
 
 from jaxpapers import soda
 
-PARAMS = {"w": np.array([[0.5, -1.0], [2.0, 0.25]], np.float32), "b": np.array([0.3], np.float32)}
+PARAMS = {
+  "w": np.array([[0.5, -1.0], [2.0, 0.25]], np.float32),
+  "b": np.array([0.3], np.float32),
+}
 
 
 def _grads(n, seed=0):
   rng = np.random.default_rng(seed)
   return [
-    jax.tree.map(lambda p: rng.normal(size=p.shape).astype(np.float32), PARAMS) for _ in range(n)
+    jax.tree.map(lambda p: rng.normal(size=p.shape).astype(np.float32), PARAMS)
+    for _ in range(n)
   ]
 
 
 def _flat(tree):
-  return np.concatenate([np.ravel(tree["b"]), np.ravel(tree["w"])]).astype(np.float64)
+  return np.concatenate([np.ravel(tree["b"]), np.ravel(tree["w"])]).astype(
+    np.float64
+  )
 
 
 def _run(test, opt, grads):
-  """Applies ``opt`` to PARAMS with the variant-wrapped update; returns the final params."""
+  """Applies ``opt`` to PARAMS with the variant-wrapped update; returns the
+  final params."""
   step = test.variant(lambda p, s, g: opt.update(g, s, p))
   params, state = PARAMS, opt.init(PARAMS)
   for g in grads:
@@ -51,9 +59,12 @@ class SodaVariantsTest(chex.TestCase):
       for k, g in enumerate(grads):
         x = x - lr * _flat(g) - (x - z0) / (k + 2)
       chex.assert_trees_all_close(_flat(got), x, rtol=1e-5, atol=1e-6)
-    # The unrolled form of the "init" anchor: x_K = z_0 + sum_j (j + 2) / (K + 1) u_j.
+    # The unrolled form of the "init" anchor: x_K = z_0 + sum_j (j + 2) /
+    # (K + 1) u_j.
     K = len(grads)
-    unrolled = _flat(PARAMS) + sum((j + 2) / (K + 1) * -lr * _flat(g) for j, g in enumerate(grads))
+    unrolled = _flat(PARAMS) + sum(
+      (j + 2) / (K + 1) * -lr * _flat(g) for j, g in enumerate(grads)
+    )
     got = _run(self, soda.soda(optax.sgd(lr)), grads)
     chex.assert_trees_all_close(_flat(got), unrolled, rtol=1e-5, atol=1e-6)
 
@@ -67,7 +78,11 @@ class SodaVariantsTest(chex.TestCase):
     for k, g in enumerate(grads):
       g = _flat(g)
       m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g**2
-      u = -lr * (m / (1 - b1 ** (k + 1))) / (np.sqrt(v / (1 - b2 ** (k + 1))) + eps)
+      u = (
+        -lr
+        * (m / (1 - b1 ** (k + 1)))
+        / (np.sqrt(v / (1 - b2 ** (k + 1))) + eps)
+      )
       x = x + u - (x - z0) / (k + 2)
     chex.assert_trees_all_close(_flat(got), x, rtol=1e-5, atol=1e-6)
 
@@ -94,7 +109,11 @@ class SodaVariantsTest(chex.TestCase):
   def test_newton_schulz_cubic_converges_to_the_polar_factor(self):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2, 5, 3)).astype(np.float32)  # batch of tall matrices
-    fn = self.variant(functools.partial(soda.newton_schulz, ns_steps=40, coeffs=(1.5, -0.5, 0.0)))
+    fn = self.variant(
+      functools.partial(
+        soda.newton_schulz, ns_steps=40, coeffs=(1.5, -0.5, 0.0)
+      )
+    )
     got = fn(x)
     u, _, vt = np.linalg.svd(x.astype(np.float64), full_matrices=False)
     chex.assert_shape(got, x.shape)
@@ -121,8 +140,12 @@ class SodaVariantsTest(chex.TestCase):
     g64, b64 = g.astype(np.float64), bias.astype(np.float64)
     want = {
       "sign": np.sign(g64) / d_in,
-      "colnorm": g64 / np.linalg.norm(g64, axis=1, keepdims=True) * np.sqrt(d_out),
-      "rownorm": g64 / np.linalg.norm(g64, axis=0, keepdims=True) / np.sqrt(d_in),
+      "colnorm": g64
+      / np.linalg.norm(g64, axis=1, keepdims=True)
+      * np.sqrt(d_out),
+      "rownorm": g64
+      / np.linalg.norm(g64, axis=0, keepdims=True)
+      / np.sqrt(d_in),
       "bias_rms": b64 / np.sqrt(np.mean(b64**2)),
     }
     chex.assert_trees_all_equal_shapes(got, want)

@@ -1,4 +1,5 @@
-"""Tests of optimistic momentum, LMOs, MODA / standalone SODA and convergence."""
+"""Tests of optimistic momentum, LMOs, MODA / standalone SODA and
+convergence."""
 
 import jax
 import jax.numpy as jnp
@@ -10,7 +11,8 @@ from jaxpapers import soda as soda_lib
 
 # Jitted LMO (eager Newton-Schulz dispatches op by op and is slow).
 _lmo_jit = jax.jit(
-  soda_lib.lmo_direction, static_argnames=("norm", "ns_steps", "dimension_numbers")
+  soda_lib.lmo_direction,
+  static_argnames=("norm", "ns_steps", "dimension_numbers"),
 )
 
 
@@ -53,7 +55,9 @@ class MomentumTest(parameterized.TestCase):
       out, state = update(jnp.asarray(g, jnp.float32), state)
       m = (1 - a) * m + a * g
       mh = m if init == "grad" else m / (1 - (1 - a) ** (k + 1))
-      np.testing.assert_allclose(out, (1 - abar) * mh + abar * g, rtol=1e-5, atol=1e-5)
+      np.testing.assert_allclose(
+        out, (1 - abar) * mh + abar * g, rtol=1e-5, atol=1e-5
+      )
       if k == 0:  # no shrinkage at the first step (optimism at step 0)
         np.testing.assert_allclose(out, g, rtol=1e-5, atol=1e-6)
 
@@ -79,7 +83,9 @@ class LmoTest(parameterized.TestCase):
     rng = np.random.default_rng(1)
     g = rng.normal(size=(16, 8))
     u, _, vt = np.linalg.svd(g, full_matrices=False)
-    out = np.asarray(soda_lib.newton_schulz(jnp.asarray(g, jnp.float32)), np.float64)
+    out = np.asarray(
+      soda_lib.newton_schulz(jnp.asarray(g, jnp.float32)), np.float64
+    )
     sv = np.linalg.svd(out, compute_uv=False)
     self.assertTrue(np.all((sv > 0.5) & (sv < 1.3)), sv)
     cos = np.sum(out * (u @ vt)) / np.linalg.norm(out) / np.linalg.norm(u @ vt)
@@ -92,9 +98,13 @@ class LmoTest(parameterized.TestCase):
     sign = _lmo_jit(jnp.asarray(g, jnp.float32), "sign")
     np.testing.assert_allclose(sign, np.sign(g) / d_in, rtol=1e-6)
     col = np.asarray(_lmo_jit(jnp.asarray(g, jnp.float32), "colnorm"))
-    np.testing.assert_allclose(np.linalg.norm(col, axis=1), np.sqrt(d_out), rtol=1e-5)
+    np.testing.assert_allclose(
+      np.linalg.norm(col, axis=1), np.sqrt(d_out), rtol=1e-5
+    )
     row = np.asarray(_lmo_jit(jnp.asarray(g, jnp.float32), "rownorm"))
-    np.testing.assert_allclose(np.linalg.norm(row, axis=0), 1 / np.sqrt(d_in), rtol=1e-5)
+    np.testing.assert_allclose(
+      np.linalg.norm(row, axis=0), 1 / np.sqrt(d_in), rtol=1e-5
+    )
     b = rng.normal(size=7)
     rms = np.asarray(_lmo_jit(jnp.asarray(b, jnp.float32), "bias_rms"))
     np.testing.assert_allclose(np.sqrt(np.mean(rms**2)), 1.0, rtol=1e-5)
@@ -108,7 +118,10 @@ class LmoTest(parameterized.TestCase):
     g = rng.normal(size=(4, 9)).astype(np.float32)  # [d_in, d_out]
     flax = _lmo_jit(jnp.asarray(g), "spectral", ns_steps=5)
     torch = _lmo_jit(
-      jnp.asarray(g.T), "spectral", ns_steps=5, dimension_numbers=soda_lib.LmoDimensionNumbers(1, 0)
+      jnp.asarray(g.T),
+      "spectral",
+      ns_steps=5,
+      dimension_numbers=soda_lib.LmoDimensionNumbers(1, 0),
     )
     np.testing.assert_allclose(flax, torch.T, atol=1e-5)
     ns = soda_lib.newton_schulz(jnp.asarray(g))
@@ -118,7 +131,9 @@ class LmoTest(parameterized.TestCase):
     dn = soda_lib.LmoDimensionNumbers(reduction_axis=1, output_axis=2)
     out = _lmo_jit(jnp.asarray(gb), "spectral", dimension_numbers=dn)
     for h in range(2):
-      np.testing.assert_allclose(out[h], _lmo_jit(jnp.asarray(gb[h]), "spectral"), atol=1e-5)
+      np.testing.assert_allclose(
+        out[h], _lmo_jit(jnp.asarray(gb[h]), "spectral"), atol=1e-5
+      )
 
   def test_scale_by_lmo_pytree_of_norms(self):
     tx = soda_lib.scale_by_lmo({"w": "spectral", "b": "sign"})
@@ -151,7 +166,9 @@ class StandaloneTest(parameterized.TestCase):
       u, state = update(y - jnp.asarray(target, jnp.float32), state, y)
       y = y + u
       np.testing.assert_allclose(y, ys[k + 1], atol=2e-6)
-      np.testing.assert_allclose(soda_lib.soda_eval_params(state, y), xs[k + 1], atol=2e-6)
+      np.testing.assert_allclose(
+        soda_lib.soda_eval_params(state, y), xs[k + 1], atol=2e-6
+      )
     self.assertEqual(state.x is None, lbar == 0.0)
 
   def test_moda_equals_soda_lmo_without_extrapolation(self):
@@ -171,7 +188,10 @@ class StandaloneTest(parameterized.TestCase):
 
   def test_eval_params_search_and_errors(self):
     params = {"w": jnp.ones((2, 2))}
-    tx = optax.chain(optax.clip(1.0), soda_lib.soda_lmo(0.1, norm="sign", primal_extrapolation=0.5))
+    tx = optax.chain(
+      optax.clip(1.0),
+      soda_lib.soda_lmo(0.1, norm="sign", primal_extrapolation=0.5),
+    )
     state = tx.init(params)
     _, state = tx.update({"w": jnp.ones((2, 2))}, state, params)
     ev = soda_lib.soda_eval_params(state, params)
@@ -187,9 +207,18 @@ class StandaloneTest(parameterized.TestCase):
     params = {"w": jnp.ones((4, 3)) * 0.5, "b": jnp.ones(3)}
     grads = jax.tree.map(lambda p: p - 0.2, params)
     pairs = [
-      (soda_lib.soda_adamw(0.1), soda_lib.soda(optax.adamw(0.1, weight_decay=0.0))),
-      (soda_lib.soda_nadam(0.1), soda_lib.soda(optax.nadamw(0.1, weight_decay=0.0))),
-      (soda_lib.soda_lion(0.1), soda_lib.soda(optax.lion(0.1, weight_decay=0.0))),
+      (
+        soda_lib.soda_adamw(0.1),
+        soda_lib.soda(optax.adamw(0.1, weight_decay=0.0)),
+      ),
+      (
+        soda_lib.soda_nadam(0.1),
+        soda_lib.soda(optax.nadamw(0.1, weight_decay=0.0)),
+      ),
+      (
+        soda_lib.soda_lion(0.1),
+        soda_lib.soda(optax.lion(0.1, weight_decay=0.0)),
+      ),
       (
         soda_lib.soda_muon(0.1),
         soda_lib.soda(optax.contrib.muon(0.1), mask={"w": True, "b": False}),
@@ -203,11 +232,17 @@ class StandaloneTest(parameterized.TestCase):
         ua, sa = fa(grads, sa, pa)
         ur, sr = fr(grads, sr, pr)
         pa, pr = optax.apply_updates(pa, ua), optax.apply_updates(pr, ur)
-      jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6), pa, pr)
+      jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6), pa, pr
+      )
 
 
 def _parabola():
-  return jnp.array([1.0, 2.0]), lambda x: jnp.sum(jnp.square(x - 1.0)), jnp.ones(2)
+  return (
+    jnp.array([1.0, 2.0]),
+    lambda x: jnp.sum(jnp.square(x - 1.0)),
+    jnp.ones(2),
+  )
 
 
 def _rosenbrock():
@@ -221,7 +256,9 @@ def _rosenbrock():
 class ConvergenceTest(parameterized.TestCase):
   """SODA around adam / nadam / lion on the optax contrib targets (in scan)."""
 
-  @parameterized.product(base=("adam", "nadam", "lion"), target=("parabola", "rosenbrock"))
+  @parameterized.product(
+    base=("adam", "nadam", "lion"), target=("parabola", "rosenbrock")
+  )
   def test_converges(self, base, target):
     tx = soda_lib.soda(
       {
@@ -267,7 +304,8 @@ class ConvergenceTest(parameterized.TestCase):
 class AliasCompositionTest(parameterized.TestCase):
   @parameterized.parameters("soda_adamw", "soda_muon")
   def test_inject_hyperparams_without_static_args(self, name):
-    """As with optax's own aliases: numeric arguments become injected hyperparameters."""
+    """As with optax's own aliases: numeric arguments become injected
+    hyperparameters."""
     alias = getattr(soda_lib, name)
     params = {"w": jnp.ones((4, 3)) * 0.5, "b": jnp.ones(3)}
     grads = jax.tree.map(lambda p: p - 0.2, params)
@@ -283,20 +321,29 @@ class AliasCompositionTest(parameterized.TestCase):
         p = optax.apply_updates(p, u)
       return p
 
-    p, pr, p0 = jax.jit(lambda: (two_steps(tx), two_steps(alias(0.1)), two_steps(tx, 0.0)))()
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), p, pr)
-    # lr 0 set through the injected state: the parameters never leave the anchor.
+    p, pr, p0 = jax.jit(
+      lambda: (two_steps(tx), two_steps(alias(0.1)), two_steps(tx, 0.0))
+    )()
+    jax.tree.map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6), p, pr
+    )
+    # lr 0 set through the injected state: the parameters never leave the
+    # anchor.
     jax.tree.map(lambda a, b: np.testing.assert_array_equal(a, b), p0, params)
 
   def test_muon_default_partition_skips_embedding_head_and_vectors(self):
     params = {
       "embed": {"embedding": jnp.ones((5, 4))},
-      "blocks": [{"attn": jnp.ones((4, 4)), "mlp": jnp.ones((4, 8)), "bias": jnp.ones(8)}],
+      "blocks": [
+        {"attn": jnp.ones((4, 4)), "mlp": jnp.ones((4, 8)), "bias": jnp.ones(8)}
+      ],
       "lm_head": jnp.ones((4, 5)),
       "norm": {"scale": jnp.ones(4)},
     }
     state = soda_lib.soda_muon(0.1).init(params)
-    soda_state = [s for s in jax.tree.leaves(state, is_leaf=_is_soda) if _is_soda(s)][0]
+    soda_state = [
+      s for s in jax.tree.leaves(state, is_leaf=_is_soda) if _is_soda(s)
+    ][0]
     wrapped = jax.tree.map(
       lambda a: not isinstance(a, optax.MaskedNode),
       soda_state.anchor,
@@ -311,10 +358,15 @@ class AliasCompositionTest(parameterized.TestCase):
         "norm": {"scale": False},
       },
     )
-    # (The wrapper gives masked-out leaves the plain base update: MaskTest in test_wrapper.)
-    everything = soda_lib.soda_muon(0.1, mask=lambda p: jax.tree.map(lambda _: True, p))
+    # (The wrapper gives masked-out leaves the plain base update: MaskTest in
+    # test_wrapper.)
+    everything = soda_lib.soda_muon(
+      0.1, mask=lambda p: jax.tree.map(lambda _: True, p)
+    )
     anchor = everything.init(params).anchor
-    self.assertFalse(any(isinstance(a, optax.MaskedNode) for a in jax.tree.leaves(anchor)))
+    self.assertFalse(
+      any(isinstance(a, optax.MaskedNode) for a in jax.tree.leaves(anchor))
+    )
 
 
 def _is_soda(s):

@@ -64,7 +64,9 @@ def _quadratic(seed=0, n=6):
   return h, b, x0
 
 
-def np_soda_recurrence(base, grad_fn, x0, steps, *, anchor="init", start_step=0):
+def np_soda_recurrence(
+  base, grad_fn, x0, steps, *, anchor="init", start_step=0
+):
   """x_{k+1} = x_k + u_k - c_k (x_k - z0), c_k = 1/(k+2) for k >= start_step."""
   x = np.array(x0, np.float64)
   z0 = x.copy() if anchor == "init" else np.zeros_like(x)
@@ -87,7 +89,9 @@ class RecurrenceParityTest(parameterized.TestCase):
     steps = 20
     tx = soda_lib.soda(BASES[base][0](), anchor=anchor)
     grad_fn = lambda x: h @ x - b
-    xs_ref, _ = np_soda_recurrence(BASES[base][1](), grad_fn, x0, steps, anchor=anchor)
+    xs_ref, _ = np_soda_recurrence(
+      BASES[base][1](), grad_fn, x0, steps, anchor=anchor
+    )
     params = jnp.asarray(x0, jnp.float32)
     state = tx.init(params)
     hj, bj = jnp.asarray(h, jnp.float32), jnp.asarray(b, jnp.float32)
@@ -134,7 +138,11 @@ class RecurrenceParityTest(parameterized.TestCase):
     kk = len(us)
     z0 = x0 if anchor == "init" else np.zeros_like(x0)
     # Unrolled: x_K = z0 + (x_0 - z0)/(K+1) + sum_j (j+2)/(K+1) u_j.
-    expected = z0 + (x0 - z0) / (kk + 1) + sum((j + 2) / (kk + 1) * u for j, u in enumerate(us))
+    expected = (
+      z0
+      + (x0 - z0) / (kk + 1)
+      + sum((j + 2) / (kk + 1) * u for j, u in enumerate(us))
+    )
     np.testing.assert_allclose(params, expected, rtol=1e-5, atol=1e-6)
 
   def test_first_step_equals_base_step(self):
@@ -161,7 +169,9 @@ class SemanticsTest(parameterized.TestCase):
       d_before = x - z0
       u, state = tx.update(jnp.ones(3), state, x)
       x = x + u
-      np.testing.assert_allclose(x - z0, d_before * (k + 1) / (k + 2), rtol=1e-6)
+      np.testing.assert_allclose(
+        x - z0, d_before * (k + 1) / (k + 2), rtol=1e-6
+      )
 
   def test_anchor_captured_lazily(self):
     """Params loaded after init become the anchor (fine-tuning)."""
@@ -185,7 +195,9 @@ class SemanticsTest(parameterized.TestCase):
     state = tx.init(params)
     for k in range(steps):
       u, state = tx.update(
-        jnp.asarray(h, jnp.float32) @ params - jnp.asarray(b, jnp.float32), state, params
+        jnp.asarray(h, jnp.float32) @ params - jnp.asarray(b, jnp.float32),
+        state,
+        params,
       )
       params = params + u
       np.testing.assert_allclose(params, xs_ref[k + 1], rtol=1e-5, atol=2e-5)
@@ -202,12 +214,17 @@ class SemanticsTest(parameterized.TestCase):
 
   @parameterized.parameters("tree", "prefix", "callable")
   def test_mask(self, kind):
-    params = {"dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.ones(3)}, "emb": jnp.ones((4, 2))}
+    params = {
+      "dense": {"kernel": jnp.ones((2, 3)), "bias": jnp.ones(3)},
+      "emb": jnp.ones((4, 2)),
+    }
     full = {"dense": {"kernel": True, "bias": False}, "emb": False}
     mask = {
       "tree": full,
       "prefix": {"dense": {"kernel": True, "bias": False}, "emb": False},
-      "callable": lambda p: jax.tree.map(lambda x: x.ndim == 2 and x.shape[0] == 2, p),
+      "callable": lambda p: jax.tree.map(
+        lambda x: x.ndim == 2 and x.shape[0] == 2, p
+      ),
     }[kind]
     if kind == "prefix":
       mask = {"dense": True, "emb": False}
@@ -222,7 +239,9 @@ class SemanticsTest(parameterized.TestCase):
       state.anchor,
       is_leaf=lambda v: isinstance(v, optax.MaskedNode),
     )
-    jax.tree.map(lambda m, is_masked: self.assertEqual(m, not is_masked), full, leaves)
+    jax.tree.map(
+      lambda m, is_masked: self.assertEqual(m, not is_masked), full, leaves
+    )
     grads = jax.tree.map(jnp.ones_like, params)
     _, state = tx.update(grads, state, params)
     moved = jax.tree.map(lambda p: p + 1.0, params)
@@ -241,15 +260,18 @@ class SemanticsTest(parameterized.TestCase):
     params = {"a": jnp.ones((30, 20), jnp.bfloat16), "b": jnp.ones(20)}
     sds = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype), params)
     base = optax.adam(1e-3)
-    nbytes = lambda t: sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(t))
+    nbytes = lambda t: sum(
+      x.size * x.dtype.itemsize for x in jax.tree.leaves(t)
+    )
     extra = nbytes(jax.eval_shape(soda_lib.soda(base).init, sds)) - nbytes(
       jax.eval_shape(base.init, sds)
     )
-    # anchor + int32 count + the float32 iterate of the bf16 leaf (the compensation)
+    # anchor + int32 count + the float32 iterate of the bf16 leaf (the
+    # compensation)
     self.assertEqual(extra, nbytes(params) + 4 + 4 * params["a"].size)
-    extra = nbytes(jax.eval_shape(soda_lib.soda(base, compensate=False).init, sds)) - nbytes(
-      jax.eval_shape(base.init, sds)
-    )
+    extra = nbytes(
+      jax.eval_shape(soda_lib.soda(base, compensate=False).init, sds)
+    ) - nbytes(jax.eval_shape(base.init, sds))
     self.assertEqual(extra, nbytes(params) + 4)  # anchor + int32 count
 
   def test_validation(self):
@@ -269,7 +291,8 @@ class SemanticsTest(parameterized.TestCase):
 
 
 def _zero_lr_displacement_run(params_dtype, z0, steps, **kw):
-  """Anchor at z0, displace by 0.5, then ``steps`` zero-lr SODA steps (jitted, apply_updates)."""
+  """Anchor at z0, displace by 0.5, then ``steps`` zero-lr SODA steps (jitted,
+  apply_updates)."""
   tx = soda_lib.soda(optax.sgd(0.0), **kw)
   z0 = jnp.asarray(z0, params_dtype)
   g = jnp.ones_like(z0)
@@ -284,10 +307,12 @@ def _zero_lr_displacement_run(params_dtype, z0, steps, **kw):
 
 
 def _straightforward_soda_update(base, mask, start_step, anchor, comp):
-  """SODA's update written leaf by leaf and literally (the anchor rewritten every step).
+  """SODA's update written leaf by leaf and literally (the anchor rewritten
+  every step).
 
-  For params {"w", "b"} with static per-leaf ``mask`` and ``comp`` (float32 iterate kept);
-  the library's update must give the same numbers while touching the anchor only at capture.
+  For params {"w", "b"} with static per-leaf ``mask`` and ``comp`` (float32
+  iterate kept); the library's update must give the same numbers while touching
+  the anchor only at capture.
   """
 
   def update(g, state, params):
@@ -298,10 +323,18 @@ def _straightforward_soda_update(base, mask, start_step, anchor, comp):
     for name, p in params.items():
       a, xs = state.anchor[name], state.iterate[name]
       if not mask[name]:
-        deltas[name], anchors[name], iterates[name] = u[name].astype(p.dtype), a, xs
+        deltas[name], anchors[name], iterates[name] = (
+          u[name].astype(p.dtype),
+          a,
+          xs,
+        )
         continue
       p32 = p.astype(jnp.float32)
-      z0 = 0.0 if anchor == "zero" else jnp.where(k == start_step, p, a).astype(jnp.float32)
+      z0 = (
+        0.0
+        if anchor == "zero"
+        else jnp.where(k == start_step, p, a).astype(jnp.float32)
+      )
       if comp[name]:
         fi = jnp.finfo(p.dtype)
         rounded = lambda v: jax.lax.reduce_precision(v, fi.nexp, fi.nmant)
@@ -312,7 +345,9 @@ def _straightforward_soda_update(base, mask, start_step, anchor, comp):
       else:
         delta = (u[name].astype(jnp.float32) - c * (p32 - z0)).astype(p.dtype)
       deltas[name] = delta
-      anchors[name] = a if anchor == "zero" else jnp.where(k == start_step, p, a)
+      anchors[name] = (
+        a if anchor == "zero" else jnp.where(k == start_step, p, a)
+      )
       iterates[name] = xs
     return deltas, soda_lib.SodaState(k + 1, anchors, inner, iterates)
 
@@ -320,7 +355,8 @@ def _straightforward_soda_update(base, mask, start_step, anchor, comp):
 
 
 class FusedUpdateTest(parameterized.TestCase):
-  """The update (anchor written only at capture) equals the literal leaf-by-leaf form."""
+  """The update (anchor written only at capture) equals the literal leaf-by-leaf
+  form."""
 
   @parameterized.parameters(
     (jnp.float32, "init", 0),
@@ -335,21 +371,34 @@ class FusedUpdateTest(parameterized.TestCase):
       "b": jnp.asarray(rng.normal(size=(3,)), dtype),
     }
     mask = {"w": True, "b": start_step != 2}  # one unwrapped leaf in one case
-    tx = soda_lib.soda(optax.adam(0.05), anchor=anchor, mask=mask, start_step=start_step)
+    tx = soda_lib.soda(
+      optax.adam(0.05), anchor=anchor, mask=mask, start_step=start_step
+    )
     comp = {n: mask[n] and jnp.finfo(dtype).bits < 32 for n in params}
-    ref = jax.jit(_straightforward_soda_update(optax.adam(0.05), mask, start_step, anchor, comp))
+    ref = jax.jit(
+      _straightforward_soda_update(
+        optax.adam(0.05), mask, start_step, anchor, comp
+      )
+    )
     step = jax.jit(tx.update)
     state = tx.init(params)
     ref_state = state
     x = ref_x = params
     for k in range(5):  # through the capture step and past it
-      g = {n: jnp.asarray(rng.normal(size=v.shape), dtype) for n, v in params.items()}
+      g = {
+        n: jnp.asarray(rng.normal(size=v.shape), dtype)
+        for n, v in params.items()
+      }
       if k == start_step + 1:  # the anchor is taken at capture, not at init
         x = ref_x = jax.tree.map(lambda v: v + 1, x)
       u, state = step(g, state, x)
       ref_u, ref_state = ref(g, ref_state, ref_x)
-      for a, b in zip(jax.tree.leaves((u, state)), jax.tree.leaves((ref_u, ref_state))):
-        np.testing.assert_array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64))
+      for a, b in zip(
+        jax.tree.leaves((u, state)), jax.tree.leaves((ref_u, ref_state))
+      ):
+        np.testing.assert_array_equal(
+          np.asarray(a, np.float64), np.asarray(b, np.float64)
+        )
       x, ref_x = optax.apply_updates(x, u), optax.apply_updates(ref_x, ref_u)
 
 
@@ -372,20 +421,29 @@ class PrecisionTest(parameterized.TestCase):
     self.assertEqual(state.iterate.dtype, jnp.float32)
     # The held bf16 parameters are the float64 iterate rounded to bf16 ...
     np.testing.assert_array_equal(
-      np.asarray(x, np.float64), np.asarray(jnp.asarray(ref, jnp.bfloat16), np.float64)
+      np.asarray(x, np.float64),
+      np.asarray(jnp.asarray(ref, jnp.bfloat16), np.float64),
     )
     # ... and the state holds the iterate itself, to float32 accuracy.
     exact = np.asarray(state.iterate, np.float64)
-    np.testing.assert_allclose(exact - self.Z0, ref - self.Z0, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+      exact - self.Z0, ref - self.Z0, rtol=1e-4, atol=1e-5
+    )
 
   def test_bf16_without_compensation_stalls(self):
     """The failure the compensation fixes (so the test above can fail)."""
-    x, state = _zero_lr_displacement_run(jnp.bfloat16, self.Z0, 199, compensate=False)
+    x, state = _zero_lr_displacement_run(
+      jnp.bfloat16, self.Z0, 199, compensate=False
+    )
     self.assertIsInstance(state.iterate, optax.MaskedNode)
     self.assertGreater(float(x[3]) - 10.0, 0.06)  # stuck far above 10.005
 
   def test_compensation_defaults(self):
-    for dtype, on in ((jnp.bfloat16, True), (jnp.float16, True), (jnp.float32, False)):
+    for dtype, on in (
+      (jnp.bfloat16, True),
+      (jnp.float16, True),
+      (jnp.float32, False),
+    ):
       state = soda_lib.soda(optax.sgd(0.1)).init({"w": jnp.ones(2, dtype)})
       self.assertEqual(not isinstance(state.iterate["w"], optax.MaskedNode), on)
     state = soda_lib.soda(optax.sgd(0.1), compensate=True).init(jnp.ones(2))
@@ -399,7 +457,9 @@ class PrecisionTest(parameterized.TestCase):
 
   def test_bf16_small_base_updates_accumulate(self):
     """u_k below half an ulp of x is not lost either (compensated summation)."""
-    tx = soda_lib.soda(optax.sgd(1e-4), mask=lambda p: jax.tree.map(lambda _: True, p))
+    tx = soda_lib.soda(
+      optax.sgd(1e-4), mask=lambda p: jax.tree.map(lambda _: True, p)
+    )
     x = jnp.full(3, 4.0, jnp.bfloat16)  # ulp(4) = 2^-5; each step moves by 1e-4
     state = tx.init(x)
     step = jax.jit(tx.update)
@@ -412,13 +472,17 @@ class PrecisionTest(parameterized.TestCase):
     exact = np.asarray(state.iterate, np.float64)
     np.testing.assert_allclose(exact, ref, rtol=1e-6)
     # The held parameters are that iterate rounded to bf16.
-    np.testing.assert_array_equal(np.asarray(x), np.asarray(state.iterate.astype(jnp.bfloat16)))
+    np.testing.assert_array_equal(
+      np.asarray(x), np.asarray(state.iterate.astype(jnp.bfloat16))
+    )
 
   def test_bf16_params_changed_outside_continue_from_them(self):
-    """Weights loaded after init (and any element changed between steps) restart the iterate.
+    """Weights loaded after init (and any element changed between steps) restart
+    the iterate.
 
-    An update that kept the stale float32 iterate would pull the parameters back towards the
-    values seen at init (here by -(loaded)/1 at k = 1: a jump of order 10, not 1e-2).
+    An update that kept the stale float32 iterate would pull the parameters back
+    towards the values seen at init (here by -(loaded)/1 at k = 1: a jump of
+    order 10, not 1e-2).
     """
     tx = soda_lib.soda(optax.sgd(0.01))
     state = tx.init(jnp.zeros(4, jnp.bfloat16))
@@ -429,20 +493,27 @@ class PrecisionTest(parameterized.TestCase):
     x = optax.apply_updates(loaded, u)
     u_base = float(jnp.asarray(-0.01, jnp.bfloat16))  # sgd's update in bf16
     ref = np.asarray(loaded, np.float64) + u_base
-    np.testing.assert_allclose(np.asarray(state.iterate, np.float64), ref, rtol=1e-6)
-    # Change one element between steps: that element continues from the new value.
+    np.testing.assert_allclose(
+      np.asarray(state.iterate, np.float64), ref, rtol=1e-6
+    )
+    # Change one element between steps: that element continues from the new
+    # value.
     moved = x.at[1].set(-2.5)
     u, state = step(g, state, moved)
     z0 = np.asarray(loaded, np.float64)
     ref = np.where(np.arange(4) == 1, -2.5, ref)
     ref = ref + u_base - (ref - z0) / 3.0  # k = 1
-    np.testing.assert_allclose(np.asarray(state.iterate, np.float64), ref, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+      np.asarray(state.iterate, np.float64), ref, rtol=1e-6, atol=1e-7
+    )
     np.testing.assert_array_equal(
-      np.asarray(optax.apply_updates(moved, u)), np.asarray(state.iterate.astype(jnp.bfloat16))
+      np.asarray(optax.apply_updates(moved, u)),
+      np.asarray(state.iterate.astype(jnp.bfloat16)),
     )
 
   def test_float64_coefficient_exact(self):
-    """1/(k+2) in float64 for float64 parameters (float32 would give 0.33333334)."""
+    """1/(k+2) in float64 for float64 parameters (float32 would give
+    0.33333334)."""
     with jax.enable_x64(True):
       z0 = jnp.zeros(2, jnp.float64)
       tx = soda_lib.soda(optax.sgd(0.0))
@@ -471,11 +542,15 @@ class OptaxCitizenTest(parameterized.TestCase):
 
     u, new_state = step(state, params)
     jax.tree.map(lambda uu, p: self.assertEqual(uu.dtype, p.dtype), u, params)
-    jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), state, new_state)
-    # The same state type on both branches of a cond (MultiSteps pattern).
-    out = jax.jit(lambda st: jax.lax.cond(True, lambda s: step(s, params)[1], lambda s: s, st))(
-      state
+    jax.tree.map(
+      lambda a, b: self.assertEqual(a.dtype, b.dtype), state, new_state
     )
+    # The same state type on both branches of a cond (MultiSteps pattern).
+    out = jax.jit(
+      lambda st: jax.lax.cond(
+        True, lambda s: step(s, params)[1], lambda s: s, st
+      )
+    )(state)
     jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), out, state)
 
   def test_float64(self):
@@ -485,11 +560,15 @@ class OptaxCitizenTest(parameterized.TestCase):
       state = tx.init(params)
       u, state2 = tx.update(jnp.ones(3, jnp.float64), state, params)
       self.assertEqual(u.dtype, jnp.float64)
-      out = jax.lax.cond(True, lambda s: tx.update(jnp.ones(3), s, params)[1], lambda s: s, state)
+      out = jax.lax.cond(
+        True, lambda s: tx.update(jnp.ones(3), s, params)[1], lambda s: s, state
+      )
       jax.tree.map(lambda a, b: self.assertEqual(a.dtype, b.dtype), out, state)
 
   def test_chain_extra_args_and_no_recompile(self):
-    tx = optax.chain(optax.clip_by_global_norm(1.0), soda_lib.soda(optax.adam(1e-2)))
+    tx = optax.chain(
+      optax.clip_by_global_norm(1.0), soda_lib.soda(optax.adam(1e-2))
+    )
     params = {"w": jnp.ones((4, 4))}
     state = tx.init(params)
     traces = []
@@ -514,13 +593,17 @@ class OptaxCitizenTest(parameterized.TestCase):
       seen["value"] = value
       return updates, state
 
-    base = optax.GradientTransformationExtraArgs(lambda p: optax.EmptyState(), upd)
+    base = optax.GradientTransformationExtraArgs(
+      lambda p: optax.EmptyState(), upd
+    )
     tx = soda_lib.soda(base)
     tx.update(params, tx.init(params), params, value=7.0)
     self.assertEqual(seen["value"], 7.0)
 
   def test_inject_hyperparams(self):
-    base = optax.inject_hyperparams(optax.adamw)(learning_rate=0.1, weight_decay=0.0)
+    base = optax.inject_hyperparams(optax.adamw)(
+      learning_rate=0.1, weight_decay=0.0
+    )
     tx = soda_lib.soda(base)
     params = jnp.ones(3)
     state = tx.init(params)
@@ -584,7 +667,9 @@ class OptaxCitizenTest(parameterized.TestCase):
     state = tx.init(params)
     mapped = optax.tree.map_params(
       tx.init,
-      lambda p: p if isinstance(p, optax.MaskedNode) else p.astype(jnp.bfloat16),
+      lambda p: (
+        p if isinstance(p, optax.MaskedNode) else p.astype(jnp.bfloat16)
+      ),
       state,
       transform_non_params=lambda v: v,
       is_leaf=lambda v: isinstance(v, optax.MaskedNode),
@@ -595,10 +680,14 @@ class OptaxCitizenTest(parameterized.TestCase):
 
   def test_soda_muon_with_mask_masked_node_states(self):
     params = {"w": jnp.ones((8, 4)) * 0.1, "b": jnp.ones(4)}
-    tx = soda_lib.soda_muon(0.02, mask=lambda p: jax.tree.map(lambda x: x.ndim == 2, p))
+    tx = soda_lib.soda_muon(
+      0.02, mask=lambda p: jax.tree.map(lambda x: x.ndim == 2, p)
+    )
     state = tx.init(params)
     self.assertIsInstance(state.anchor["b"], optax.MaskedNode)
-    u, state = jax.jit(tx.update)(jax.tree.map(jnp.ones_like, params), state, params)
+    u, state = jax.jit(tx.update)(
+      jax.tree.map(jnp.ones_like, params), state, params
+    )
     self.assertEqual(u["w"].shape, (8, 4))
 
   def test_donation(self):
@@ -645,4 +734,6 @@ class OptaxCitizenTest(parameterized.TestCase):
     self.assertTrue(u["w"].sharding.is_equivalent_to(sh, 2))
     self.assertTrue(s_sh.anchor["w"].sharding.is_equivalent_to(sh, 2))
     u1, _ = step(g_sh, tx.init(p_sh), p_sh)
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), u1, ref_u)
+    jax.tree.map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), u1, ref_u
+    )

@@ -1,4 +1,5 @@
-"""The ALM-style chunk loss against a float64 numpy transcription and its closed forms."""
+"""The ALM-style chunk loss against a float64 numpy transcription and its closed
+forms."""
 
 import jax
 import numpy as np
@@ -14,7 +15,8 @@ def bkl64(lt, ls):
 
 
 def random_blocks(rng, n_tok, n_used):
-  """Non-decreasing block ids 0..n_used-1 over n_tok tokens, each block non-empty."""
+  """Non-decreasing block ids 0..n_used-1 over n_tok tokens, each block
+  non-empty."""
   cuts = np.sort(rng.choice(np.arange(1, n_tok), n_used - 1, replace=False))
   blk = np.zeros(n_tok, np.int64)
   for c in cuts:
@@ -23,7 +25,8 @@ def random_blocks(rng, n_tok, n_used):
 
 
 def reference(t_lp, t_blk, s_lp, s_blk, n_blocks, mask=None):
-  """Loops in float64: chunk sums, Bernoulli KL, mean over blocks; and d loss / d s_lp."""
+  """Loops in float64: chunk sums, Bernoulli KL, mean over blocks; and d loss /
+  d s_lp."""
   lead = t_lp.shape[:-1]
   per, used, grad = [], [], np.zeros(s_lp.shape)
   for idx in np.ndindex(*lead):
@@ -35,7 +38,8 @@ def reference(t_lp, t_blk, s_lp, s_blk, n_blocks, mask=None):
         continue
       lt = sum(float(t_lp[idx][p]) for p in ti)
       ls = sum(float(s_lp[idx][p]) for p in si)
-      # the documented clip: chunk log-likelihoods at most -1e-6 (no gradient above it)
+      # the documented clip: chunk log-likelihoods at most -1e-6 (no gradient
+      # above it)
       clipped = ls > -1e-6
       lt, ls = min(lt, -1e-6), min(ls, -1e-6)
       per.append(bkl64(lt, ls))
@@ -56,7 +60,8 @@ def test_matches_float64_transcription_value_and_gradient(seed):
   t_blk = np.full((B, T_t), -1, np.int32)
   s_blk = np.full((B, T_s), -1, np.int32)
   for b in range(B):
-    # both sides partitioned into the same number of blocks; -1 padding at the end
+    # both sides partitioned into the same number of blocks; -1 padding at the
+    # end
     n_used = int(rng.integers(1, 6))
     t_blk[b, : T_t - 2] = random_blocks(rng, T_t - 2, n_used)
     s_blk[b, : T_s - 1] = random_blocks(rng, T_s - 1, n_used)
@@ -64,7 +69,9 @@ def test_matches_float64_transcription_value_and_gradient(seed):
   t_lp = np.log(rng.uniform(0.05, 0.95, (B, T_t)))
   s_lp = np.log(rng.uniform(0.05, 0.95, (B, T_s)))
   want, want_g = reference(t_lp, t_blk, s_lp, s_blk, K)
-  f = lambda x: S.alm_chunk_loss(t_lp.astype(np.float32), t_blk, x, s_blk, n_blocks=K)[0]
+  f = lambda x: S.alm_chunk_loss(
+    t_lp.astype(np.float32), t_blk, x, s_blk, n_blocks=K
+  )[0]
   got, g = jax.value_and_grad(f)(s_lp.astype(np.float32))
   np.testing.assert_allclose(float(got), want, rtol=2e-4, atol=1e-6)
   np.testing.assert_allclose(np.asarray(g), want_g, rtol=2e-3, atol=1e-6)
@@ -81,7 +88,10 @@ def test_identical_tokenizers_reduce_to_per_token_likelihood_matching():
 
   docs = list(pydoc_data.topics.topics.values())[:10]
   tok = S.train_bpe(docs, vocab_size=200, style="metaspace")
-  texts = ["The quick brown fox jumps over the lazy dog.", "def f(x):\n    return x + 1"]
+  texts = [
+    "The quick brown fox jumps over the lazy dog.",
+    "def f(x):\n    return x + 1",
+  ]
   al = S.align_texts(texts, tok, tok, max_len=40)
   rng = np.random.default_rng(0)
   n, t = al.t_tokens.shape
@@ -94,9 +104,12 @@ def test_identical_tokenizers_reduce_to_per_token_likelihood_matching():
     np.testing.assert_array_equal(al.s_block[b], al.t_block[b])
   loss, aux = S.alm_chunk_loss(t_lp, al.t_block, s_lp, al.s_block, n_blocks=t)
   valid = np.arange(t)[None, :] < (al.t_len[:, None] - 1)
-  per_token = bkl64(t_lp, s_lp)  # the binarised KL of each realised token's probability
+  # the binarised KL of each realised token's probability
+  per_token = bkl64(t_lp, s_lp)
   np.testing.assert_allclose(float(loss), per_token[valid].mean(), rtol=1e-4)
-  np.testing.assert_allclose(np.asarray(aux["l_s"])[valid], s_lp[valid], rtol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(aux["l_s"])[valid], s_lp[valid], rtol=1e-5
+  )
 
 
 def test_zero_iff_chunk_likelihoods_agree_and_real_blocks_partition_the_text():
@@ -112,11 +125,12 @@ def test_zero_iff_chunk_likelihoods_agree_and_real_blocks_partition_the_text():
   t_lp = np.where(al.t_block >= 0, t_lp, 0.0)
   K = al.blk_valid.shape[1]
   l_t = np.asarray(S.chunk_logliks(t_lp, al.t_block, K))
-  # the blocks partition every kept token: the block sums add up to the window's total
+  # the blocks partition every kept token: the block sums add up to the window's
+  # total
   np.testing.assert_allclose(l_t.sum(1), t_lp.sum(1), rtol=1e-5)
   assert ((l_t != 0) == al.blk_valid).all()
-  # a student whose block likelihoods equal the teacher's (spread over its own tokens) has
-  # zero loss, however differently it segments the block
+  # a student whose block likelihoods equal the teacher's (spread over its own
+  # tokens) has zero loss, however differently it segments the block
   s_lp = np.zeros(al.s_tokens.shape, np.float32)
   for b in range(len(texts)):
     for k in np.flatnonzero(al.blk_valid[b]):
@@ -125,7 +139,9 @@ def test_zero_iff_chunk_likelihoods_agree_and_real_blocks_partition_the_text():
   loss, aux = S.alm_chunk_loss(t_lp, al.t_block, s_lp, al.s_block, n_blocks=K)
   assert abs(float(loss)) < 1e-5
   # and any disagreement is strictly positive (Gibbs)
-  loss2, _ = S.alm_chunk_loss(t_lp, al.t_block, s_lp * 1.3, al.s_block, n_blocks=K)
+  loss2, _ = S.alm_chunk_loss(
+    t_lp, al.t_block, s_lp * 1.3, al.s_block, n_blocks=K
+  )
   assert float(loss2) > 1e-3
 
 

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.sola``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.sola``: malformed calls, eagerly and under
+jit."""
 
 import jax
 import numpy as np
@@ -14,7 +15,9 @@ LP = np.log(np.full((2, 6), 1 / 6, F32))
 LG = np.zeros((2, 6), F32)
 A = np.full((2, 3), 1 / 3, F32)
 C = np.zeros((2, 3, 3), F32)
-CFG = S.StudentConfig(vocab_size=7, d_model=4, n_layers=1, n_heads=2, ffn_dim=4, max_len=4)
+CFG = S.StudentConfig(
+  vocab_size=7, d_model=4, n_layers=1, n_heads=2, ffn_dim=4, max_len=4
+)
 HOST = "host-side (numpy / tokenizers) construction"
 
 CASES = [
@@ -75,7 +78,9 @@ CASES = [
     S.gather_cache,
     (
       S.TeacherCache(
-        np.zeros((1, 2, 1), np.int32), np.zeros((1, 2, 1), np.float16), np.zeros((1, 2), F32)
+        np.zeros((1, 2, 1), np.int32),
+        np.zeros((1, 2, 1), np.float16),
+        np.zeros((1, 2), F32),
       ),
       np.array([[5]]),
     ),
@@ -86,7 +91,12 @@ CASES = [
   Case(
     "estimate_correspondence",
     S.estimate_correspondence,
-    (np.array([0]), np.array([9]), np.zeros((1, 1), np.int64), np.zeros((1, 1))),
+    (
+      np.array([0]),
+      np.array([9]),
+      np.zeros((1, 1), np.int64),
+      np.zeros((1, 1)),
+    ),
     {"t_strings": ["a", "b"], "s_strings": ["a", "b"], "r": 1},
     match="s_first must hold",
     jit=None,
@@ -101,7 +111,14 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("mined_map", S.mined_map, (["a"], []), match="s_strings", jit=None, jit_reason=HOST),
+  Case(
+    "mined_map",
+    S.mined_map,
+    (["a"], []),
+    match="s_strings",
+    jit=None,
+    jit_reason=HOST,
+  ),
   Case(
     "lexical_cost",
     S.lexical_cost,
@@ -120,7 +137,12 @@ CASES = [
     error=TypeError,
     match="t_ids must have a integer|t_ids must have an integer",
   ),
-  Case("local_support", S.local_support, (IDS, LP, LG[:1], TAB), match="s_logits must have shape"),
+  Case(
+    "local_support",
+    S.local_support,
+    (IDS, LP, LG[:1], TAB),
+    match=("s_logits must have shape"),
+  ),
   Case(
     "local_support",
     S.local_support,
@@ -129,7 +151,13 @@ CASES = [
     match="support must be one of",
     id="local_support-name",
   ),
-  Case("sola_loss", S.sola_loss, (IDS, LP, LG, TAB), {"k": 9}, match="k must be <="),
+  Case(
+    "sola_loss",
+    S.sola_loss,
+    (IDS, LP, LG, TAB),
+    {"k": 9},
+    match=("k must be <="),
+  ),
   Case("uld_loss", S.uld_loss, (LP, LG[:1]), match="s_logits must have shape"),
   Case(
     "mined_kl_loss",
@@ -207,7 +235,12 @@ CASES = [
     {"delta": 0.0},
     match="delta",
   ),
-  Case("entropic_ot_cost", S.entropic_ot_cost, (A, A, C[:, :2]), match="cost must have shape"),
+  Case(
+    "entropic_ot_cost",
+    S.entropic_ot_cost,
+    (A, A, C[:, :2]),
+    match=("cost must have shape"),
+  ),
   Case(
     "entropic_ot_cost",
     S.entropic_ot_cost,
@@ -216,7 +249,13 @@ CASES = [
     jit="nan",
     id="entropic_ot_cost-mass",
   ),
-  Case("entropic_ot_plan", S.entropic_ot_plan, (A, A, C), {"epsilon": 0.0}, match="epsilon"),
+  Case(
+    "entropic_ot_plan",
+    S.entropic_ot_plan,
+    (A, A, C),
+    {"epsilon": 0.0},
+    match=("epsilon"),
+  ),
   Case(
     "bits_per_byte",
     S.bits_per_byte,
@@ -227,7 +266,11 @@ CASES = [
   Case(
     "token_logp",
     S.token_logp,
-    (np.zeros((1, 3, 4), F32), np.zeros((1, 2), np.int32), np.ones(1, np.int32)),
+    (
+      np.zeros((1, 3, 4), F32),
+      np.zeros((1, 2), np.int32),
+      np.ones(1, np.int32),
+    ),
     match="tokens must have shape",
   ),
   Case(
@@ -302,7 +345,9 @@ CASES = [
 
 EXEMPT = {
   "AlignedTexts": "a NamedTuple result container",
-  "BPETokenizer": "a wrapper built by train_bpe (its encode checks its text argument)",
+  "BPETokenizer": (
+    "a wrapper built by train_bpe (its encode checks its text argument)"
+  ),
   "CorrespondenceTable": "a NamedTuple of arrays",
   "MCCAlignment": "a NamedTuple result container",
   "Support": "a NamedTuple result container",

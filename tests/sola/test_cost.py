@@ -1,4 +1,5 @@
-"""The calibrated correspondence cost against a dense float64 numpy reference."""
+"""The calibrated correspondence cost against a dense float64 numpy
+reference."""
 
 import numpy as np
 import pytest
@@ -9,8 +10,12 @@ import jaxpapers.sola as S
 def test_estimate_correspondence_matches_dense_reference():
   rng = np.random.default_rng(0)
   v_t, v_s, kc, r, alpha, beta, cmax = 9, 7, 3, 3, 1.0, 0.5, 10.0
-  ts = ["".join(rng.choice(list("xyz "), rng.integers(1, 4))) for _ in range(v_t)]
-  ss = ["".join(rng.choice(list("xyz "), rng.integers(1, 4))) for _ in range(v_s)]
+  ts = [
+    "".join(rng.choice(list("xyz "), rng.integers(1, 4))) for _ in range(v_t)
+  ]
+  ss = [
+    "".join(rng.choice(list("xyz "), rng.integers(1, 4))) for _ in range(v_s)
+  ]
   p = 40
   t_first = rng.integers(0, v_t, p)
   s_first = rng.integers(0, v_s, p)
@@ -50,20 +55,33 @@ def test_estimate_correspondence_matches_dense_reference():
 
   lexm = np.array([[lex(a, b) for b in ss] for a in ts])
   c = np.where(n > 0, c, lexm)
-  np.testing.assert_allclose(np.asarray(tab.cost_t2s), np.sort(c, 1)[:, :r], atol=1e-5)
-  np.testing.assert_allclose(np.asarray(tab.cost_s2t), np.sort(c.T, 1)[:, :r], atol=1e-5)
+  np.testing.assert_allclose(
+    np.asarray(tab.cost_t2s), np.sort(c, 1)[:, :r], atol=1e-5
+  )
+  np.testing.assert_allclose(
+    np.asarray(tab.cost_s2t), np.sort(c.T, 1)[:, :r], atol=1e-5
+  )
   got = np.asarray(tab.nbr_t2s)
   for t in range(v_t):
-    np.testing.assert_allclose(c[t, got[t]], np.asarray(tab.cost_t2s)[t], atol=1e-5)
+    np.testing.assert_allclose(
+      c[t, got[t]], np.asarray(tab.cost_t2s)[t], atol=1e-5
+    )
   got = np.asarray(tab.nbr_s2t)
   for s in range(v_s):
-    np.testing.assert_allclose(c[got[s], s], np.asarray(tab.cost_s2t)[s], atol=1e-5)
-  # observed pairs are cheaper on average than the lexical prior of unobserved ones
+    np.testing.assert_allclose(
+      c[got[s], s], np.asarray(tab.cost_s2t)[s], atol=1e-5
+    )
+  # observed pairs are cheaper on average than the lexical prior of unobserved
+  # ones
   assert c[n > 1].mean() < 1.0
 
 
 def test_lexical_cost_closed_form():
-  codes, lens = S._tokenize.encode_strings([" the", " then", "", "x"], max_chars=6)
-  c = np.asarray(S.lexical_cost(codes[:, None], lens[:, None], codes[None], lens[None]))
+  codes, lens = S._tokenize.encode_strings(
+    [" the", " then", "", "x"], max_chars=6
+  )
+  c = np.asarray(
+    S.lexical_cost(codes[:, None], lens[:, None], codes[None], lens[None])
+  )
   assert c[0, 1] == pytest.approx(1 - 2 * 4 / 9)
   assert c[0, 0] == 0.0 and c[2, 2] == 1.0 and c[0, 3] == 1.0

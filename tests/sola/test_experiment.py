@@ -12,30 +12,36 @@ from tests import notebook_util
 
 def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   cfg = smoke.get_config()
-  # The four baselines in one program instead of four (a third of this test's compilation);
-  # test_joint_baselines_program_gives_the_same_students (slow) checks that both layouts give
-  # the same students, and the smoke config itself (notebook, reproduce --quick) keeps one
-  # program per baseline, as the default run does.
+  # The four baselines in one program instead of four (a third of this test's
+  # compilation); test_joint_baselines_program_gives_the_same_students (slow)
+  # checks that both layouts give the same students, and the smoke config itself
+  # (notebook, reproduce --quick) keeps one program per baseline, as the default
+  # run does.
   cfg.joint_baselines = True
   metrics = train.train_and_evaluate(cfg, tmp_path)
   rec = json.loads((tmp_path / "results.json").read_text())
   assert {"bpb.png", "curves.png"} <= set(rec["plots"])
-  assert all(c["verdict"] is None for c in rec["claims"])  # a smoke run judges nothing
-  # every training path of every config runs here: the baselines, ALM-style, SOLA and its
-  # ablations, and the same-tokenizer reference
+  # a smoke run judges nothing
+  assert all(c["verdict"] is None for c in rec["claims"])
+  # every training path of every config runs here: the baselines, ALM-style,
+  # SOLA and its ablations, and the same-tokenizer reference
   assert set(cfg.methods) == set(train.METHODS)
   for m in cfg.methods:
     r = metrics["methods"][m]
     assert len(r["bpb_eval"]["per_seed"]) == cfg.seeds
     assert np.isfinite(r["bpb_eval"]["mean"]) and 0 < r["bpb_eval"]["mean"] < 20
-    # each distillation arm really adds its teacher term; the no-teacher arms add none
+    # each distillation arm really adds its teacher term; the no-teacher arms
+    # add none
     kd = r["final_train_kd"]["per_seed"]
     if m in ("ce", "same_tok_ce"):
       assert kd == [0.0] * cfg.seeds, m
     else:
       assert all(np.isfinite(kd)) and min(kd) > 0, (m, kd)
-  # arms that differ in the loss give different students from the same initialisations
-  bpb = {m: tuple(metrics["methods"][m]["bpb_eval"]["per_seed"]) for m in cfg.methods}
+  # arms that differ in the loss give different students from the same
+  # initialisations
+  bpb = {
+    m: tuple(metrics["methods"][m]["bpb_eval"]["per_seed"]) for m in cfg.methods
+  }
   assert len(set(bpb.values())) == len(bpb), bpb
   d = metrics["derived"]
   want = metrics["methods"]["sola"]["bpb_eval"]["mean"] - min(
@@ -43,11 +49,17 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
   )
   assert abs(d["sola_minus_best_ctkd_bpb"] - want) < 1e-9
   for name in ("alm", "none", "hard", "lexical", "same_tok_kd", "same_tok_ce"):
-    assert np.isfinite(d[f"sola_minus_{name}_bpb"]) and d[f"sola_vs_{name}_noise"] >= 0
+    assert (
+      np.isfinite(d[f"sola_minus_{name}_bpb"])
+      and d[f"sola_vs_{name}_noise"] >= 0
+    )
   assert metrics["data"]["teacher_tokens_cached"] > 0
-  # Resume: the teacher cache and every finished group are read back, nothing is retrained.
+  # Resume: the teacher cache and every finished group are read back, nothing is
+  # retrained.
   monkeypatch.setattr(
-    train, "make_sweep", lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained"))
+    train,
+    "make_sweep",
+    lambda *a, **k: (_ for _ in ()).throw(AssertionError("retrained")),
   )
   again = train.train_and_evaluate(cfg, tmp_path)
   assert again["derived"] == metrics["derived"]
@@ -55,9 +67,9 @@ def test_smoke_experiment_end_to_end_and_resume(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_joint_baselines_program_gives_the_same_students(tmp_path):
-  """The baselines in one vmapped program, every run computing every baseline loss (the layout
-  of the first committed runs, ``joint_baselines=True``), give the same students as one
-  program per loss (the default)."""
+  """The baselines in one vmapped program, every run computing every baseline
+  loss (the layout of the first committed runs, ``joint_baselines=True``), give
+  the same students as one program per loss (the default)."""
   cfg = smoke.get_config()
   cfg.methods = train.BASELINES
   sep = train.train_and_evaluate(cfg, tmp_path / "separate")
@@ -80,7 +92,8 @@ def test_notebook_runs():
 
 
 def test_ablation_claim_reads_sola_minus_no_support():
-  """The ablations config's claim metric: SOLA minus the no-local-support row, noise 2 SE."""
+  """The ablations config's claim metric: SOLA minus the no-local-support row,
+  noise 2 SE."""
   from experiments.sola.configs import ablations
 
   ms = lambda m, s: {"bpb_eval": {"mean": m, "std": s}}
@@ -92,7 +105,9 @@ def test_ablation_claim_reads_sola_minus_no_support():
   }
   d = train.derived_metrics(methods, 3)
   assert abs(d["sola_minus_none_bpb"] - (3.0 - 3.1)) < 1e-12
-  assert abs(d["sola_vs_none_noise"] - 2 * np.sqrt((0.03**2 + 0.04**2) / 3)) < 1e-12
+  assert (
+    abs(d["sola_vs_none_noise"] - 2 * np.sqrt((0.03**2 + 0.04**2) / 3)) < 1e-12
+  )
   assert abs(d["same_tok_kd_minus_ce_bpb"] - (2.5 - 2.9)) < 1e-12
   assert "sola_minus_best_ctkd_bpb" not in d  # no ULD / MinED rows in that run
   cfg = ablations.get_config()
@@ -101,7 +116,8 @@ def test_ablation_claim_reads_sola_minus_no_support():
 
 
 def test_alm_config_claims_read_sola_minus_alm_and_best_of_three():
-  """The ALM config's claims: SOLA minus ALM-style, and minus the best of ULD / MinED / ALM."""
+  """The ALM config's claims: SOLA minus ALM-style, and minus the best of ULD /
+  MinED / ALM."""
   from experiments.sola.configs import alm
 
   ms = lambda m, s: {"bpb_eval": {"mean": m, "std": s}}
@@ -116,7 +132,9 @@ def test_alm_config_claims_read_sola_minus_alm_and_best_of_three():
   assert d["best_ctkd_baseline"] == "alm"
   assert abs(d["sola_minus_alm_bpb"] - 0.05) < 1e-12
   assert abs(d["sola_minus_best_ctkd_bpb"] - 0.05) < 1e-12
-  assert abs(d["sola_vs_alm_noise"] - 2 * np.sqrt((0.03**2 + 0.02**2) / 3)) < 1e-12
+  assert (
+    abs(d["sola_vs_alm_noise"] - 2 * np.sqrt((0.03**2 + 0.02**2) / 3)) < 1e-12
+  )
   assert abs(d["alm_minus_ce_bpb"] - (2.95 - 3.2)) < 1e-12
   cfg = alm.get_config()
   assert [c["metric"] for c in cfg.claims] == [
@@ -124,7 +142,10 @@ def test_alm_config_claims_read_sola_minus_alm_and_best_of_three():
     "derived.sola_minus_best_ctkd_bpb",
     "derived.sola_minus_ce_bpb",
   ]
-  assert set(cfg.methods) == {"ce", "uld", "mined", "alm", "sola"} and cfg.steps == 100
+  assert (
+    set(cfg.methods) == {"ce", "uld", "mined", "alm", "sola"}
+    and cfg.steps == 100
+  )
 
 
 def test_gemma3_config_swaps_only_the_teacher_and_unknown_teachers_fail():
@@ -138,5 +159,7 @@ def test_gemma3_config_swaps_only_the_teacher_and_unknown_teachers_fail():
   assert g.to_dict() == a.to_dict()
   bad = alm.get_config()
   bad.teacher = "gpt2"
-  with pytest.raises(ValueError, match="teacher must be 'smollm2', 'gemma3' or 'random'"):
+  with pytest.raises(
+    ValueError, match=("teacher must be 'smollm2', 'gemma3' or 'random'")
+  ):
     input_pipeline.load_teacher(bad, {"train": ["x"]})

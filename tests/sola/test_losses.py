@@ -1,4 +1,5 @@
-"""Local support, pair costs, SOLA loss, ULD and MinED against brute-force references."""
+"""Local support, pair costs, SOLA loss, ULD and MinED against brute-force
+references."""
 
 import itertools
 
@@ -13,12 +14,22 @@ V_T, V_S, R, KC, K = 11, 9, 2, 6, 3
 
 
 def make_table(rng, v_t=V_T, v_s=V_S, r=R):
-  strings_t = ["".join(rng.choice(list("ab "), size=rng.integers(1, 4))) for _ in range(v_t)]
-  strings_s = ["".join(rng.choice(list("ab "), size=rng.integers(1, 4))) for _ in range(v_s)]
+  strings_t = [
+    "".join(rng.choice(list("ab "), size=rng.integers(1, 4)))
+    for _ in range(v_t)
+  ]
+  strings_s = [
+    "".join(rng.choice(list("ab "), size=rng.integers(1, 4)))
+    for _ in range(v_s)
+  ]
   ct, lt = S._tokenize.encode_strings(strings_t, max_chars=4)
   cs, ls = S._tokenize.encode_strings(strings_s, max_chars=4)
-  nbr_t2s = np.stack([rng.choice(v_s, r, replace=False) for _ in range(v_t)]).astype(np.int32)
-  nbr_s2t = np.stack([rng.choice(v_t, r, replace=False) for _ in range(v_s)]).astype(np.int32)
+  nbr_t2s = np.stack(
+    [rng.choice(v_s, r, replace=False) for _ in range(v_t)]
+  ).astype(np.int32)
+  nbr_s2t = np.stack(
+    [rng.choice(v_t, r, replace=False) for _ in range(v_s)]
+  ).astype(np.int32)
   tab = S.CorrespondenceTable(
     jnp.asarray(nbr_t2s),
     jnp.asarray(rng.random((v_t, r)) * 0.3, jnp.float32),
@@ -40,8 +51,16 @@ def lcp_cost(a, b):
 
 
 def pair_cost_ref(tab, st, ss, t, s):
-  t2s = dict(zip(np.asarray(tab.nbr_t2s[t]).tolist(), np.asarray(tab.cost_t2s[t]).tolist()))
-  s2t = dict(zip(np.asarray(tab.nbr_s2t[s]).tolist(), np.asarray(tab.cost_s2t[s]).tolist()))
+  t2s = dict(
+    zip(
+      np.asarray(tab.nbr_t2s[t]).tolist(), np.asarray(tab.cost_t2s[t]).tolist()
+    )
+  )
+  s2t = dict(
+    zip(
+      np.asarray(tab.nbr_s2t[s]).tolist(), np.asarray(tab.cost_s2t[s]).tolist()
+    )
+  )
   c = [x for x in (t2s.get(s), s2t.get(t)) if x is not None]
   return min(c) if c else lcp_cost(st[t], ss[s])
 
@@ -64,7 +83,9 @@ def test_pair_cost_matches_reference(setup):
   tt, sg = np.meshgrid(np.arange(V_T), np.arange(V_S), indexing="ij")
   got = np.asarray(S.pair_cost(tab, tt, sg))
   for t, s in itertools.product(range(V_T), range(V_S)):
-    assert got[t, s] == pytest.approx(pair_cost_ref(tab, st, ss, t, s), abs=1e-6)
+    assert got[t, s] == pytest.approx(
+      pair_cost_ref(tab, st, ss, t, s), abs=1e-6
+    )
 
 
 @pytest.mark.parametrize("support", S.SUPPORTS)
@@ -88,18 +109,26 @@ def test_local_support_matches_set_construction(setup, support):
     assert sorted(ids_t.tolist()) == sorted(u_t) and len(ids_t) == len(u_t)
     assert sorted(ids_s.tolist()) == sorted(u_s) and len(ids_s) == len(u_s)
     lp = dict(zip(t_ids[b].tolist(), t_logp[b].tolist()))
-    np.testing.assert_allclose(np.asarray(sup.p[b])[mt], np.exp([lp[i] for i in ids_t]), rtol=1e-5)
-    np.testing.assert_allclose(np.asarray(sup.q[b])[ms], s_p[b, ids_s], rtol=1e-5)
+    np.testing.assert_allclose(
+      np.asarray(sup.p[b])[mt], np.exp([lp[i] for i in ids_t]), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+      np.asarray(sup.q[b])[ms], s_p[b, ids_s], rtol=1e-5
+    )
     c = np.asarray(sup.cost[b])[np.ix_(mt, ms)]
     for i, j in itertools.product(range(len(ids_t)), range(len(ids_s))):
-      assert c[i, j] == pytest.approx(pair_cost_ref(tab, st, ss, ids_t[i], ids_s[j]), abs=1e-6)
+      assert c[i, j] == pytest.approx(
+        pair_cost_ref(tab, st, ss, ids_t[i], ids_s[j]), abs=1e-6
+      )
     cov = np.exp([lp[i] for i in ids_t]).sum() * s_p[b, ids_s].sum()
     assert float(sup.coverage[b]) == pytest.approx(cov, rel=1e-5)
 
 
 def identity_table(v):
   """Cost 0 between equal ids, 1 otherwise (distinct one-character strings)."""
-  nbr = np.stack([np.roll(np.arange(v), -i)[:2] for i in range(v)]).astype(np.int32)
+  nbr = np.stack([np.roll(np.arange(v), -i)[:2] for i in range(v)]).astype(
+    np.int32
+  )
   cost = np.tile([0.0, 1.0], (v, 1)).astype(np.float32)
   chars = (np.arange(v)[:, None] + 100).astype(np.int32)
   lens = np.ones(v, np.int32)
@@ -118,7 +147,9 @@ def test_sola_loss_is_zero_when_vocabularies_and_distributions_coincide():
   ids = np.argsort(-logp, -1).astype(np.int32)  # the whole vocabulary cached
   lp = np.take_along_axis(logp, ids, -1)
   loss = jax.jit(
-    jax.value_and_grad(lambda x: S.sola_loss(ids, lp, x, tab, k=3, epsilon=0.01, iters=60)[0])
+    jax.value_and_grad(
+      lambda x: S.sola_loss(ids, lp, x, tab, k=3, epsilon=0.01, iters=60)[0]
+    )
   )
   same, _ = loss(jnp.asarray(logits))
   assert abs(float(same)) < 1e-4
@@ -158,7 +189,8 @@ def test_uld_matches_numpy(setup):
 
 def test_mined_kl_matches_numpy_with_collisions():
   rng = np.random.default_rng(5)
-  mapped = np.array([[2, 2, 5], [0, 1, 0]], np.int32)  # two teacher ids map to one student id
+  # two teacher ids map to one student id
+  mapped = np.array([[2, 2, 5], [0, 1, 0]], np.int32)
   t_logp = np.log(rng.dirichlet(np.ones(3), 2)).astype(np.float32) - 0.3
   s_logits = rng.normal(size=(2, 7)).astype(np.float32)
   got = S.mined_kl_loss(mapped, t_logp, s_logits)

@@ -1,4 +1,5 @@
-"""One tiny CLIP shared by the test modules: built once, so its compiled ops are reused."""
+"""One tiny CLIP shared by the test modules: built once, so its compiled ops are
+reused."""
 
 import functools
 
@@ -11,7 +12,8 @@ SIZE, PATCH, WIDTH, EMBED = 8, 4, 8, 4
 
 @functools.cache
 def tiny_clip() -> S.TinyCLIP:
-  """A one-block TinyCLIP on 8 x 8 images with 4 x 4 patches (4 patch tokens), seed 0."""
+  """A one-block TinyCLIP on 8 x 8 images with 4 x 4 patches (4 patch tokens),
+  seed 0."""
   return S.TinyCLIP(
     len(S.VOCAB),
     size=SIZE,

@@ -1,4 +1,5 @@
-"""Bad-input battery for ``jaxpapers.sscl``: malformed calls, eagerly and under jit."""
+"""Bad-input battery for ``jaxpapers.sscl``: malformed calls, eagerly and under
+jit."""
 
 import numpy as np
 from flax import nnx
@@ -31,15 +32,41 @@ IMG = np.zeros((8, 8, 3), F32)
 IMGS = np.zeros((2, 8, 8, 3), np.uint8)
 TGT = S.SGSRTargets(L[None], np.full((1, 4, 3), 1 / 3, F32), LAB[None], W[None])
 MODEL = tiny_clip()
-TINY_SIZES = {"size": 8, "patch": 4, "width": 8, "depth": 1, "embed_dim": 4, "heads": 2}
+TINY_SIZES = {
+  "size": 8,
+  "patch": 4,
+  "width": 8,
+  "depth": 1,
+  "embed_dim": 4,
+  "heads": 2,
+}
 HOST = "host-side (numpy data generation and tokenisation)"
 CTOR = "module or config construction"
 
 CASES = [
   Case("vfm_affinity", S.vfm_affinity, (G[0],), match="g must have rank"),
-  Case("vfm_affinity", S.vfm_affinity, (G,), {"gamma": 0.0}, match="gamma", id="vfm-gamma"),
-  Case("vfm_affinity", S.vfm_affinity, (G_NAN,), match="g must be finite", jit="nan", id="vfm-nan"),
-  Case("refine_logits", S.refine_logits, (L, A[:3]), match=r"affinity must have shape \[4, 4\]"),
+  Case(
+    "vfm_affinity",
+    S.vfm_affinity,
+    (G,),
+    {"gamma": 0.0},
+    match="gamma",
+    id=("vfm-gamma"),
+  ),
+  Case(
+    "vfm_affinity",
+    S.vfm_affinity,
+    (G_NAN,),
+    match="g must be finite",
+    jit=("nan"),
+    id=("vfm-nan"),
+  ),
+  Case(
+    "refine_logits",
+    S.refine_logits,
+    (L, A[:3]),
+    match=(r"affinity must have shape \[4, 4\]"),
+  ),
   Case(
     "refine_logits",
     S.refine_logits,
@@ -48,10 +75,32 @@ CASES = [
     jit="nan",
     id="refine-rows",
   ),
-  Case("refine_logits", S.refine_logits, (L, A), {"steps": -1}, match="steps", id="refine-k"),
-  Case("proxy_attention", S.proxy_attention, (G, A[:, :3]), match="affinity must have shape"),
-  Case("patch_text_logits", S.patch_text_logits, (G, T5), match=r"text must have shape \[C, 3\]"),
-  Case("dense_pseudolabels", S.dense_pseudolabels, (L[:, :1],), match="at least 2 classes"),
+  Case(
+    "refine_logits",
+    S.refine_logits,
+    (L, A),
+    {"steps": -1},
+    match="steps",
+    id=("refine-k"),
+  ),
+  Case(
+    "proxy_attention",
+    S.proxy_attention,
+    (G, A[:, :3]),
+    match=("affinity must have shape"),
+  ),
+  Case(
+    "patch_text_logits",
+    S.patch_text_logits,
+    (G, T5),
+    match=(r"text must have shape \[C, 3\]"),
+  ),
+  Case(
+    "dense_pseudolabels",
+    S.dense_pseudolabels,
+    (L[:, :1],),
+    match=("at least 2 classes"),
+  ),
   Case(
     "dense_pseudolabels",
     S.dense_pseudolabels,
@@ -129,7 +178,12 @@ CASES = [
     match="teacher must be given",
     id="cisc-teacher",
   ),
-  Case("keep_loss", S.keep_loss, (T5, T5[:1]), match="teacher_cls must have shape"),
+  Case(
+    "keep_loss",
+    S.keep_loss,
+    (T5, T5[:1]),
+    match=("teacher_cls must have shape"),
+  ),
   Case(
     "sscl_loss",
     S.sscl_loss,
@@ -145,7 +199,15 @@ CASES = [
     match="targets must be SGSRTargets",
     id="sscl-targets",
   ),
-  Case("SSCLConfig", S.SSCLConfig, (), {"tau_c": 0.0}, match="tau_c", jit=None, jit_reason=CTOR),
+  Case(
+    "SSCLConfig",
+    S.SSCLConfig,
+    (),
+    {"tau_c": 0.0},
+    match="tau_c",
+    jit=None,
+    jit_reason=CTOR,
+  ),
   Case(
     "roi_align",
     S.roi_align,
@@ -162,7 +224,13 @@ CASES = [
     jit="nan",
     id="roi-inverted",
   ),
-  Case("roi_align", S.roi_align, (FEAT, BOX), match="image_size must be given", id="roi-pixel"),
+  Case(
+    "roi_align",
+    S.roi_align,
+    (FEAT, BOX),
+    match="image_size must be given",
+    id=("roi-pixel"),
+  ),
   Case(
     "make_context_views",
     S.make_context_views,
@@ -170,10 +238,19 @@ CASES = [
     {"n_views": 2},
     match=r"image must have shape \[S, S, 3\]",
     jit=None,
-    jit_reason="the key argument is not an array here; the image shape check is static",
+    jit_reason=(
+      "the key argument is not an array here; the image shape check is static"
+    ),
   ),
-  Case("segment", S.segment, (G[None], T5, (8, 8)), match=r"text must have shape"),
-  Case("upsample_logits", S.upsample_logits, (L[None, :3], (8, 8)), match="square number"),
+  Case(
+    "segment", S.segment, (G[None], T5, (8, 8)), match=(r"text must have shape")
+  ),
+  Case(
+    "upsample_logits",
+    S.upsample_logits,
+    (L[None, :3], (8, 8)),
+    match=("square number"),
+  ),
   Case(
     "segmentation_miou",
     S.segmentation_miou,
@@ -194,7 +271,12 @@ CASES = [
     (G[None], np.zeros((1, 2, 3), F32), (8, 8)),
     match=r"boxes must have shape \(1, \?, 4\)",
   ),
-  Case("feature_drift", S.feature_drift, (T5, T5[:, :2]), match="z_b must have shape"),
+  Case(
+    "feature_drift",
+    S.feature_drift,
+    (T5, T5[:, :2]),
+    match=("z_b must have shape"),
+  ),
   Case(
     "dense_features",
     S.dense_features,
@@ -217,12 +299,18 @@ CASES = [
     match="divisible by the patch",
     id="dense-size",
   ),
-  Case("handcrafted_vfm", S.handcrafted_vfm, (IMGS, 3), match="divisible by the patch size 3"),
+  Case(
+    "handcrafted_vfm",
+    S.handcrafted_vfm,
+    (IMGS, 3),
+    match=("divisible by the patch size 3"),
+  ),
   Case(
     "TinyCLIP",
     S.TinyCLIP,
     (1,),
-    # the image tower is built before the text encoder checks vocab: the tiny model's sizes
+    # the image tower is built before the text encoder checks vocab: the tiny
+    # model's sizes
     {**TINY_SIZES, "rngs": nnx.Rngs(0)},
     match="vocab",
     jit=None,
@@ -255,7 +343,14 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("tokenize", S.tokenize, (["a red dog"],), match="'dog'", jit=None, jit_reason=HOST),
+  Case(
+    "tokenize",
+    S.tokenize,
+    (["a red dog"],),
+    match="'dog'",
+    jit=None,
+    jit_reason=HOST,
+  ),
   Case(
     "class_prompts",
     S.class_prompts,
@@ -272,8 +367,18 @@ CASES = [
     jit=None,
     jit_reason=HOST,
   ),
-  Case("instance_vfm", S.instance_vfm, (LAB_MAP, 3, 4), match="divisible by the patch size 3"),
-  Case("patch_labels", S.patch_labels, (LAB_MAP, 3), match="divisible by the patch size 3"),
+  Case(
+    "instance_vfm",
+    S.instance_vfm,
+    (LAB_MAP, 3, 4),
+    match=("divisible by the patch size 3"),
+  ),
+  Case(
+    "patch_labels",
+    S.patch_labels,
+    (LAB_MAP, 3),
+    match=("divisible by the patch size 3"),
+  ),
   Case(
     "linear_probe_accuracy",
     S.linear_probe_accuracy,
@@ -307,7 +412,9 @@ CASES += [
     "benchmark_data",
     S.benchmark_data,
     (0,),
-    dict(n_train=2, n_test=1, size=16, patch=4, classes="colour", probe_images=0),
+    dict(
+      n_train=2, n_test=1, size=16, patch=4, classes="colour", probe_images=0
+    ),
     match="probe_images must be >= 1",
     jit=None,
     jit_reason=HOST,
@@ -330,7 +437,9 @@ CASES += [
   ),
   Case(
     "teacher_targets",
-    lambda: S.teacher_targets(MODEL, {}, {}, vfm="dino", patch=4, config=S.SSCLConfig()),
+    lambda: S.teacher_targets(
+      MODEL, {}, {}, vfm="dino", patch=4, config=S.SSCLConfig()
+    ),
     match="vfm must be one of",
     jit=None,
     jit_reason=_SETUP,
@@ -350,7 +459,14 @@ CASES += [
     jit=None,
     jit_reason=_SETUP,
   ),
-  Case("masked_adam", S.masked_adam, (0.0,), match="lr must be > 0", jit=None, jit_reason=_SETUP),
+  Case(
+    "masked_adam",
+    S.masked_adam,
+    (0.0,),
+    match="lr must be > 0",
+    jit=None,
+    jit_reason=_SETUP,
+  ),
   Case(
     "trivial_baselines",
     S.trivial_baselines,
@@ -387,7 +503,9 @@ def test_covers_public_api():
 def test_make_context_views_poisons_an_inverted_box_under_jit():
   import jax
 
-  f = jax.jit(lambda b: S.make_context_views(jax.random.key(0), IMG, b, n_views=2))
+  f = jax.jit(
+    lambda b: S.make_context_views(jax.random.key(0), IMG, b, n_views=2)
+  )
   views, boxes = f(BOX_BAD)
   assert np.all(np.isnan(views)) and np.all(np.isnan(boxes))
   views, _ = f(BOX)
@@ -397,7 +515,8 @@ def test_make_context_views_poisons_an_inverted_box_under_jit():
 def test_degenerate_inputs_give_documented_values():
   import jax
 
-  assert float(jax.jit(S.dense_pseudolabel_ce)(L, LAB, 0 * W)) == 0.0  # no confident patch: 0
+  # no confident patch: 0
+  assert float(jax.jit(S.dense_pseudolabel_ce)(L, LAB, 0 * W)) == 0.0
   ignored = np.full(4, -1, np.int32)  # everything ignored
   miou, iou = jax.jit(S.segmentation_miou, static_argnums=2)(LAB, ignored, 3)
   assert np.isnan(float(miou)) and np.all(np.isnan(iou))

@@ -1,4 +1,5 @@
-"""The fine-tuning arms (`jaxpapers.sscl._finetune`) and the benchmark's data and protocol."""
+"""The fine-tuning arms (`jaxpapers.sscl._finetune`) and the benchmark's data
+and protocol."""
 
 import jax
 import jax.numpy as jnp
@@ -13,19 +14,31 @@ PATCH, SIZE = 4, 16  # the smallest image benchmark_data renders
 
 
 def test_masked_adam_moves_only_the_trainable_leaves():
-  # a parameter tree shaped like TinyCLIP's with two image blocks: the last block, ln_post and
-  # proj move by Adam's first step (-lr * sign g); every other leaf (the first block, the text
-  # tower, the logit scale) stays exactly where it was, although it has a gradient
-  leaf = lambda: {"kernel": np.ones(3, np.float32), "bias": np.zeros(3, np.float32)}
+  # a parameter tree shaped like TinyCLIP's with two image blocks: the last
+  # block, ln_post and proj move by Adam's first step (-lr * sign g); every
+  # other leaf (the first block, the text tower, the logit scale) stays exactly
+  # where it was, although it has a gradient
+  leaf = lambda: {
+    "kernel": np.ones(3, np.float32),
+    "bias": np.zeros(3, np.float32),
+  }
   params = {
-    "image": {"blocks": {0: leaf(), 1: leaf()}, "ln_post": leaf(), "proj": leaf(), "pos": leaf()},
+    "image": {
+      "blocks": {0: leaf(), 1: leaf()},
+      "ln_post": leaf(),
+      "proj": leaf(),
+      "pos": leaf(),
+    },
     "text": {"blocks": {0: leaf(), 1: leaf()}, "proj": leaf()},
     "log_scale": np.float32(2.0),
   }
   mask = S.trainable_mask(params, depth=2)
   trained = (("image", "blocks", 1), ("image", "ln_post"), ("image", "proj"))
   want_mask = jax.tree_util.tree_map_with_path(
-    lambda path, _: any(tuple(k.key for k in path[: len(t)]) == t for t in trained), params
+    lambda path, _: any(
+      tuple(k.key for k in path[: len(t)]) == t for t in trained
+    ),
+    params,
   )
   assert mask == want_mask
   opt = S.masked_adam(1e-2, mask)
@@ -37,8 +50,12 @@ def test_masked_adam_moves_only_the_trainable_leaves():
     return optax.apply_updates(params, upd)
 
   new = step(params, grads)
-  for a, b, m in zip(jax.tree.leaves(params), jax.tree.leaves(new), jax.tree.leaves(mask)):
-    np.testing.assert_allclose(np.asarray(b), a - 1e-2 if m else a, rtol=1e-5, atol=1e-6)
+  for a, b, m in zip(
+    jax.tree.leaves(params), jax.tree.leaves(new), jax.tree.leaves(mask)
+  ):
+    np.testing.assert_allclose(
+      np.asarray(b), a - 1e-2 if m else a, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_arm_weights_cover_every_loss_term():
@@ -46,13 +63,23 @@ def test_arm_weights_cover_every_loss_term():
   for arm, w in S.ARM_WEIGHTS.items():
     assert len(w) == len(S.LOSS_TERMS), arm
   # only the CLIPSelf control keeps the anchor in its own image
-  diverse = dict(zip(S.ARMS, (w[S.LOSS_TERMS.index("diverse")] for w in S.ARM_WEIGHTS.values())))
+  diverse = dict(
+    zip(
+      S.ARMS, (w[S.LOSS_TERMS.index("diverse")] for w in S.ARM_WEIGHTS.values())
+    )
+  )
   assert [a for a, d in diverse.items() if d == 0.0] == ["clipself"]
 
 
 def _data(n=3):
   return S.benchmark_data(
-    0, n_train=n, n_test=2, size=SIZE, patch=PATCH, classes="colour", probe_images=2
+    0,
+    n_train=n,
+    n_test=2,
+    size=SIZE,
+    patch=PATCH,
+    classes="colour",
+    probe_images=2,
   )
 
 
@@ -63,7 +90,10 @@ def data():
 
 def test_benchmark_data_shapes_and_labels(data):
   K, Sz = S.MAX_OBJECTS, SIZE
-  assert data["train_images"].shape == (3, Sz, Sz, 3) and data["train_images"].dtype == np.uint8
+  assert (
+    data["train_images"].shape == (3, Sz, Sz, 3)
+    and data["train_images"].dtype == np.uint8
+  )
   assert data["test_views"].shape == (2, K, Sz, Sz, 3)
   assert data["test_view_boxes"].shape == (2, K, 4)
   assert data["prompts"].shape[0] == S.num_classes("colour") == 6
@@ -72,18 +102,24 @@ def test_benchmark_data_shapes_and_labels(data):
   assert data["probe_train_colour"].shape == (2, (Sz // PATCH) ** 2)
   # padded object slots get a valid dummy box and label 0
   assert (data["test_labels"] >= 0).all()
-  np.testing.assert_array_equal(_data()["test_views"], data["test_views"])  # deterministic
+  # deterministic
+  np.testing.assert_array_equal(_data()["test_views"], data["test_views"])
 
 
 def test_finetune_batch_without_diversity_is_the_anchor_in_its_own_image(data):
   key = jax.random.key(1)
   kw = dict(batch=2, n_views=3, view_scales=(1.5, 3.0))
-  batch = jax.jit(lambda d, diverse: S.finetune_batch(key, d, diverse=diverse, **kw))
+  batch = jax.jit(
+    lambda d, diverse: S.finetune_batch(key, d, diverse=diverse, **kw)
+  )
   same, views = batch(data, 0.0), batch(data, 1.0)
-  np.testing.assert_array_equal(same["idx"], views["idx"])  # one key: the same anchors
+  # one key: the same anchors
+  np.testing.assert_array_equal(same["idx"], views["idx"])
   own = np.broadcast_to(np.asarray(same["fimgs"])[:, None], same["views"].shape)
   np.testing.assert_allclose(np.asarray(same["views"]), own)
-  boxes = np.broadcast_to(np.asarray(same["boxes"])[:, None], same["vboxes"].shape)
+  boxes = np.broadcast_to(
+    np.asarray(same["boxes"])[:, None], same["vboxes"].shape
+  )
   np.testing.assert_allclose(np.asarray(same["vboxes"]), boxes)
   assert views["views"].shape == (2, 3, SIZE, SIZE, 3)
   assert not np.allclose(np.asarray(views["views"]), own)
@@ -106,16 +142,27 @@ def _model():
   )
 
 
-@pytest.mark.slow  # traces the whole SSCL objective: minutes on a loaded 2-core host
+# traces the whole SSCL objective: minutes on a loaded 2-core host
+@pytest.mark.slow
 def test_arm_loss_is_the_weighted_sum_of_the_terms(data):
   m, d = _model(), data
   cfg = S.SSCLConfig()
   b = S.finetune_batch(
-    jax.random.key(0), d, batch=2, n_views=2, view_scales=(1.5, 3.0), diverse=1.0
+    jax.random.key(0),
+    d,
+    batch=2,
+    n_views=2,
+    view_scales=(1.5, 3.0),
+    diverse=1.0,
   )
   t = S.teacher_targets(m, d, b, vfm="instance", patch=PATCH, config=cfg)
   names = ("sgsr", "teacher", "infonce", "keep")
-  terms_of = {"sgsr": "sgsr", "teacher": "cisc_teacher", "infonce": "cisc_infonce", "keep": "keep"}
+  terms_of = {
+    "sgsr": "sgsr",
+    "teacher": "cisc_teacher",
+    "infonce": ("cisc_infonce"),
+    "keep": ("keep"),
+  }
   w = {"sgsr": 0.3, "teacher": 0.7, "infonce": 0.2, "keep": 1.5, "diverse": 1.0}
   loss, terms = S.arm_loss(m, w, b, t, config=cfg)
   want = sum(w[n] * terms[terms_of[n]] for n in names)
@@ -133,10 +180,12 @@ def test_vfm_features_dispatch(data):
   imgs = jnp.asarray(data["test_images"])
   inst = jnp.asarray(data["test_instance"])
   np.testing.assert_array_equal(
-    S.vfm_features("instance", PATCH, imgs, inst), S.instance_vfm(inst, PATCH, S.MAX_OBJECTS)
+    S.vfm_features("instance", PATCH, imgs, inst),
+    S.instance_vfm(inst, PATCH, S.MAX_OBJECTS),
   )
   np.testing.assert_array_equal(
-    S.vfm_features("handcrafted", PATCH, imgs, inst), S.handcrafted_vfm(imgs, PATCH)
+    S.vfm_features("handcrafted", PATCH, imgs, inst),
+    S.handcrafted_vfm(imgs, PATCH),
   )
 
 
@@ -145,12 +194,33 @@ def test_make_evaluate_reads_a_model_with_the_protocol(data):
   m, d = _model(), data
   graphdef, params = nnx.split(m)
   ev = S.make_evaluate(
-    graphdef, size=SIZE, patch=PATCH, classes="colour", vfm="instance", config=S.SSCLConfig()
+    graphdef,
+    size=SIZE,
+    patch=PATCH,
+    classes="colour",
+    vfm="instance",
+    config=S.SSCLConfig(),
   )
   out = ev(params, d, True)
-  assert {"miou", "region_acc", "drift", "miou_refine", "probe_acc_shape"} <= set(out)
+  assert {
+    "miou",
+    "region_acc",
+    "drift",
+    "miou_refine",
+    "probe_acc_shape",
+  } <= set(out)
   T = m.text(d["prompts"])
-  seg = S.segment(m.image.dense(d["test_images"], "maskclip"), T, (SIZE, SIZE), logit_scale=40.0)
+  seg = S.segment(
+    m.image.dense(d["test_images"], "maskclip"),
+    T,
+    (SIZE, SIZE),
+    logit_scale=40.0,
+  )
   want = S.segmentation_miou(seg, d["test_target"], 6)[0]
   np.testing.assert_allclose(float(out["miou"]), float(want), rtol=1e-6)
-  assert set(ev(params, d, False)) == {"miou", "region_acc", "region_acc_ctx", "drift"}
+  assert set(ev(params, d, False)) == {
+    "miou",
+    "region_acc",
+    "region_acc_ctx",
+    "drift",
+  }

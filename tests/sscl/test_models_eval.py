@@ -1,4 +1,5 @@
-"""Shapes world, tiny models, readouts and evaluation against numpy references."""
+"""Shapes world, tiny models, readouts and evaluation against numpy
+references."""
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +33,9 @@ def test_shapes_world_is_consistent(data):
       assert m.any()
       assert np.all(d.class_map[i][m] == d.shapes[i, k] + 1)
       ys, xs = np.nonzero(m)
-      np.testing.assert_array_equal(d.boxes[i, k], [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1])
+      np.testing.assert_array_equal(
+        d.boxes[i, k], [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
+      )
     bg = d.class_map[i] == 0
     assert np.array_equal(bg, d.instance_map[i] == 0)
     np.testing.assert_array_equal(d.images[i][bg], d.backgrounds[i][bg])
@@ -65,9 +68,13 @@ def _np_vfm(img, p):
 
 
 def test_handcrafted_vfm_matches_numpy(data):
-  got = np.asarray(jax.jit(S.handcrafted_vfm, static_argnums=1)(data.images[:2], 8))
+  got = np.asarray(
+    jax.jit(S.handcrafted_vfm, static_argnums=1)(data.images[:2], 8)
+  )
   for b in range(2):
-    np.testing.assert_allclose(got[b], _np_vfm(data.images[b], 8), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(
+      got[b], _np_vfm(data.images[b], 8), rtol=1e-3, atol=1e-3
+    )
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +84,8 @@ def one_block():
 
 @pytest.fixture(scope="module")
 def readouts(one_block):
-  """All four readouts of ``x`` and of ``x`` with patch 0 changed, in one compilation."""
+  """All four readouts of ``x`` and of ``x`` with patch 0 changed, in one
+  compilation."""
   x = RNG.random((1, _tiny.SIZE, _tiny.SIZE, 3)).astype(F32)
   y = x.copy()
   y[0, : _tiny.PATCH, : _tiny.PATCH] += 0.5  # patch 0 changes
@@ -87,15 +95,21 @@ def readouts(one_block):
   @jax.jit
   def f(im):
     return {
-      r: S.dense_features(one_block, im, readout=r) for r in ("maskclip", "plain", "sclip")
-    } | {"proxy": S.dense_features(one_block, im, readout="proxy", affinity=eye)}
+      r: S.dense_features(one_block, im, readout=r)
+      for r in ("maskclip", "plain", "sclip")
+    } | {
+      "proxy": S.dense_features(one_block, im, readout="proxy", affinity=eye)
+    }
 
   return jax.tree.map(np.asarray, f(np.concatenate([x, y])))
 
 
-def test_maskclip_readout_is_local_and_proxy_with_identity_is_maskclip(readouts):
-  # with one block, the tokens entering it are patch embeddings: MaskCLIP's value readout of
-  # a patch depends on that patch alone, the plain readout mixes all patches
+def test_maskclip_readout_is_local_and_proxy_with_identity_is_maskclip(
+  readouts,
+):
+  # with one block, the tokens entering it are patch embeddings: MaskCLIP's
+  # value readout of a patch depends on that patch alone, the plain readout
+  # mixes all patches
   m, p = readouts["maskclip"], readouts["plain"]
   assert np.abs(m[0, 0] - m[1, 0]).max() > 1e-3
   np.testing.assert_allclose(m[0, 1:], m[1, 1:], atol=1e-6)
@@ -137,30 +151,47 @@ def test_segmentation_miou_matches_brute_force():
 
 
 def test_segment_upsamples_then_argmaxes():
-  # class 0 on the left patch column, class 1 on the right: pixels split at the middle
+  # class 0 on the left patch column, class 1 on the right: pixels split at the
+  # middle
   f = np.zeros((1, 4, 2), F32)
   f[0, [0, 2], 0] = 1.0
   f[0, [1, 3], 1] = 1.0
-  seg = np.asarray(jax.jit(S.segment, static_argnums=2)(f, np.eye(2, dtype=F32), (8, 8)))
+  seg = np.asarray(
+    jax.jit(S.segment, static_argnums=2)(f, np.eye(2, dtype=F32), (8, 8))
+  )
   assert np.all(seg[0, :, :4] == 0) and np.all(seg[0, :, 4:] == 1)
-  up = np.asarray(jax.jit(S.upsample_logits, static_argnums=1)(np.ones((1, 4, 3), F32), (8, 8)))
+  up = np.asarray(
+    jax.jit(S.upsample_logits, static_argnums=1)(
+      np.ones((1, 4, 3), F32), (8, 8)
+    )
+  )
   np.testing.assert_allclose(up, 1.0)
 
 
 def test_region_embeddings_and_drift():
   f = RNG.normal(size=(2, 16, 5)).astype(F32)
-  boxes = np.array([[[0, 0, 16, 16], [4, 4, 12, 8]], [[8, 0, 16, 8], [1, 1, 3, 3]]], F32)
-  z = np.asarray(jax.jit(S.region_embeddings, static_argnums=2)(f, boxes, (16, 16)))
+  boxes = np.array(
+    [[[0, 0, 16, 16], [4, 4, 12, 8]], [[8, 0, 16, 8], [1, 1, 3, 3]]], F32
+  )
+  z = np.asarray(
+    jax.jit(S.region_embeddings, static_argnums=2)(f, boxes, (16, 16))
+  )
   roi = jax.jit(lambda m, b: S.roi_align(m, b, image_size=(16, 16)))
   for b in range(2):
     for k in range(2):
       r = np.asarray(roi(f[b].reshape(4, 4, 5), boxes[b, k]))
       ref = r.mean((0, 1))
-      np.testing.assert_allclose(z[b, k], ref / np.linalg.norm(ref), rtol=1e-4, atol=1e-5)
+      np.testing.assert_allclose(
+        z[b, k], ref / np.linalg.norm(ref), rtol=1e-4, atol=1e-5
+      )
   a, c = RNG.normal(size=(4, 3)), RNG.normal(size=(4, 3))
-  cos = (a * c).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(c, axis=-1)
+  cos = (
+    (a * c).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(c, axis=-1)
+  )
   drift = jax.jit(S.feature_drift)
-  np.testing.assert_allclose(drift(a.astype(F32), c.astype(F32)), np.mean(1 - cos), rtol=1e-5)
+  np.testing.assert_allclose(
+    drift(a.astype(F32), c.astype(F32)), np.mean(1 - cos), rtol=1e-5
+  )
   m = np.array([True, False, True, False])
   np.testing.assert_allclose(
     drift(a.astype(F32), c.astype(F32), m), np.mean((1 - cos)[m]), rtol=1e-5
@@ -174,10 +205,13 @@ def test_trivial_baselines_are_input_independent_predictors():
     "test_labels": np.array([[0, 1], [0, 3]], np.int32),
   }
   t = S.trivial_baselines(data, 0, 4)
-  assert t["majority_miou"] == pytest.approx(3 / 5 / 3)  # class 0 everywhere: IoU 3/5, 3 classes
-  assert t["majority_region_acc"] == pytest.approx(2 / 3)  # labels 0, 1, 0 of valid objects
+  # class 0 everywhere: IoU 3/5, 3 classes
+  assert t["majority_miou"] == pytest.approx(3 / 5 / 3)
+  # labels 0, 1, 0 of valid objects
+  assert t["majority_region_acc"] == pytest.approx(2 / 3)
   assert t["chance_region_acc"] == 0.25 and t["constant_feature_drift"] == 0.0
-  # uniform random: the same draw scored by hand (classes with a non-empty union only)
+  # uniform random: the same draw scored by hand (classes with a non-empty union
+  # only)
   pred = np.random.default_rng(0).integers(0, 4, (2, 3))
   keep = data["test_target"] >= 0
   ious = [

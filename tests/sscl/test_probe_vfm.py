@@ -1,4 +1,5 @@
-"""The grouping-only VFM proxy, colour labels, patch labels and the linear probe vs NumPy."""
+"""The grouping-only VFM proxy, colour labels, patch labels and the linear probe
+vs NumPy."""
 
 import jax
 import numpy as np
@@ -17,8 +18,9 @@ def test_instance_vfm_is_the_region_histogram_of_each_patch():
   np.testing.assert_allclose(g[0, 0], [0, 1, 0])
   np.testing.assert_allclose(g[0, 1], [1, 0, 0])
   np.testing.assert_allclose(g[0, 3], [0.25, 0, 0.75])
-  # patches of one object have cosine 1, of different objects 0, whatever their class
-  big = np.kron(m, np.ones((1, 2, 2), np.int32))  # [1, 8, 8]: each region now spans patches
+  # patches of one object have cosine 1, of different objects 0, whatever their
+  # class [1, 8, 8]: each region now spans patches
+  big = np.kron(m, np.ones((1, 2, 2), np.int32))
   g = np.asarray(S.instance_vfm(big, 2, 2))[0]
   gn = g / np.linalg.norm(g, axis=-1, keepdims=True)
   cos = gn @ gn.T
@@ -37,7 +39,9 @@ def test_label_maps_and_colour_prompts():
         assert np.all(pix[i][d.instance_map[i] == k + 1] == d.colours[i, k])
   assert np.all(pix[d.instance_map == 0] == -1)
   shape_pix, _ = S.label_maps(d, "shape")
-  np.testing.assert_array_equal(shape_pix, np.where(d.class_map > 0, d.class_map - 1, -1))
+  np.testing.assert_array_equal(
+    shape_pix, np.where(d.class_map > 0, d.class_map - 1, -1)
+  )
   assert S.class_prompts("colour").shape == (6, S.MAX_LEN)
   np.testing.assert_array_equal(S.class_prompts(), S.class_prompts("shape"))
   with pytest.raises(ValueError, match="kind must be one of"):
@@ -47,7 +51,9 @@ def test_label_maps_and_colour_prompts():
 def test_patch_labels_read_the_centre_pixel():
   m = np.arange(64, dtype=np.int32).reshape(1, 8, 8)
   got = np.asarray(S.patch_labels(m, 4))
-  np.testing.assert_array_equal(got, [[m[0, 2, 2], m[0, 2, 6], m[0, 6, 2], m[0, 6, 6]]])
+  np.testing.assert_array_equal(
+    got, [[m[0, 2, 2], m[0, 2, 6], m[0, 6, 2], m[0, 6, 6]]]
+  )
 
 
 def test_linear_probe_matches_numpy_ridge_and_ignores_unlabelled_rows():
@@ -64,9 +70,15 @@ def test_linear_probe_matches_numpy_ridge_and_ignores_unlabelled_rows():
   pred = np.argmax(np.concatenate([xt, np.ones((40, 1))], 1) @ W, -1)
   want = np.mean(pred[yt >= 0] == yt[yt >= 0])
   # one compilation for both cases (same shapes)
-  probe = jax.jit(lambda a, b, c, d: S.linear_probe_accuracy(a, b, c, d, 3, ridge=0.1))
+  probe = jax.jit(
+    lambda a, b, c, d: S.linear_probe_accuracy(a, b, c, d, 3, ridge=0.1)
+  )
   got = float(probe(x, y, xt, yt))
   assert got == pytest.approx(want, abs=1e-6)
-  # separable features (the class one-hot in the first 3 of 5 columns): a perfect probe
+  # separable features (the class one-hot in the first 3 of 5 columns): a
+  # perfect probe
   onehot = np.eye(3, 5, dtype=np.float32)
-  assert float(probe(onehot[np.maximum(y, 0)], y, onehot[np.maximum(yt, 0)], yt)) == 1
+  assert (
+    float(probe(onehot[np.maximum(y, 0)], y, onehot[np.maximum(yt, 0)], yt))
+    == 1
+  )

@@ -1,4 +1,5 @@
-"""RoIAlign and context views: analytic answers on constant and linear maps, brute force."""
+"""RoIAlign and context views: analytic answers on constant and linear maps,
+brute force."""
 
 import jax
 import numpy as np
@@ -43,25 +44,44 @@ def test_roi_align_constant_and_linear_maps_are_analytic():
   H = W = 8
   yy, xx = np.mgrid[0:H, 0:W] + 0.5  # cell centres
   lin = np.stack([2 * yy + 1, -xx, np.ones_like(xx) * 3], -1).astype(F32)
-  box = np.array([1.3, 2.1, 6.2, 5.7], F32)  # patch units, interior: no clamping
-  roi = jax.jit(lambda f, b: S.roi_align(f, b, out_size=(3, 2), sampling=2, coords="patch"))
+  # patch units, interior: no clamping
+  box = np.array([1.3, 2.1, 6.2, 5.7], F32)
+  roi = jax.jit(
+    lambda f, b: S.roi_align(
+      f, b, out_size=(3, 2), sampling=2, coords=("patch")
+    )
+  )
   out = np.asarray(roi(lin, box))
   cy = 2.1 + (np.arange(3) + 0.5) * (5.7 - 2.1) / 3  # bin centres
   cx = 1.3 + (np.arange(2) + 0.5) * (6.2 - 1.3) / 2
-  np.testing.assert_allclose(out[..., 0], 2 * cy[:, None] + 1 + 0 * cx, rtol=1e-5)
-  np.testing.assert_allclose(out[..., 1], -cx[None] + 0 * cy[:, None], rtol=1e-5)
+  np.testing.assert_allclose(
+    out[..., 0], 2 * cy[:, None] + 1 + 0 * cx, rtol=1e-5
+  )
+  np.testing.assert_allclose(
+    out[..., 1], -cx[None] + 0 * cy[:, None], rtol=1e-5
+  )
   np.testing.assert_allclose(out[..., 2], 3.0, rtol=1e-6)
 
 
 @pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_roi_align_matches_brute_force_with_border_clamping_and_pixel_coords():
   feat = RNG.normal(size=(6, 6, 3))
-  boxes = np.array([[0.0, 0.0, 6.0, 6.0], [4.5, 0.2, 6.0, 2.0], [2.0, 3.0, 2.5, 3.5]])
+  boxes = np.array(
+    [[0.0, 0.0, 6.0, 6.0], [4.5, 0.2, 6.0, 2.0], [2.0, 3.0, 2.5, 3.5]]
+  )
   out = np.asarray(
-    S.roi_align(feat.astype(F32), boxes.astype(F32), out_size=(2, 3), sampling=3, coords="patch")
+    S.roi_align(
+      feat.astype(F32),
+      boxes.astype(F32),
+      out_size=(2, 3),
+      sampling=3,
+      coords=("patch"),
+    )
   )
   for k, b in enumerate(boxes):
-    np.testing.assert_allclose(out[k], _np_roi(feat, b, 2, 3, 3), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+      out[k], _np_roi(feat, b, 2, 3, 3), rtol=1e-4, atol=1e-5
+    )
   pix = np.asarray(
     S.roi_align(
       feat.astype(F32),
@@ -74,7 +94,11 @@ def test_roi_align_matches_brute_force_with_border_clamping_and_pixel_coords():
   )
   np.testing.assert_allclose(pix, out, rtol=1e-5, atol=1e-6)
   one = S.roi_align(
-    feat.astype(F32), boxes[1].astype(F32), out_size=(2, 3), sampling=3, coords="patch"
+    feat.astype(F32),
+    boxes[1].astype(F32),
+    out_size=(2, 3),
+    sampling=3,
+    coords=("patch"),
   )
   np.testing.assert_allclose(one, out[1], rtol=1e-6)
 
@@ -82,7 +106,8 @@ def test_roi_align_matches_brute_force_with_border_clamping_and_pixel_coords():
 def test_context_views_keep_the_anchor_region():
   S_ = 32
   yy, xx = np.mgrid[0:S_, 0:S_] + 0.5
-  img = np.stack([xx / S_, yy / S_, 0.5 + 0 * xx], -1).astype(F32)  # linear: resampling exact
+  # linear: resampling exact
+  img = np.stack([xx / S_, yy / S_, 0.5 + 0 * xx], -1).astype(F32)
   box = np.array([10.0, 12.0, 18.0, 17.0], F32)
   mk = jax.jit(S.make_context_views, static_argnames=("n_views", "scales"))
   views, boxes = mk(jax.random.key(3), img, box, n_views=5, scales=(1.2, 2.5))
@@ -94,7 +119,8 @@ def test_context_views_keep_the_anchor_region():
     assert np.all(boxes[k] >= -1e-4) and np.all(boxes[k] <= S_ + 1e-4)
     got = roi(views[k], boxes[k])
     np.testing.assert_allclose(got, ref, atol=2e-3)
-    ratio = (boxes[k, 2] - boxes[k, 0]) / w  # = S / side, side in [1.2, 2.5] x 8
+    # = S / side, side in [1.2, 2.5] x 8
+    ratio = (boxes[k, 2] - boxes[k, 0]) / w
     assert S_ / (2.5 * 8) - 1e-4 <= ratio <= S_ / (1.2 * 8) + 1e-4
   assert np.ptp(boxes[:, 2] - boxes[:, 0]) > 0.5  # the scales vary
 

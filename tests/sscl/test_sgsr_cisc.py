@@ -1,4 +1,5 @@
-"""SGSR and CISC against float64 numpy transcriptions of the equations (brute force loops)."""
+"""SGSR and CISC against float64 numpy transcriptions of the equations (brute
+force loops)."""
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +36,11 @@ def _unit(x):
 
 def test_vfm_affinity_matches_numpy_and_masks_below_threshold():
   g = RNG.normal(size=(2, 9, 5))
-  A = np.asarray(jax.jit(lambda g: S.vfm_affinity(g, gamma=2.5, threshold=0.1))(g.astype(F32)))
+  A = np.asarray(
+    jax.jit(lambda g: S.vfm_affinity(g, gamma=2.5, threshold=0.1))(
+      g.astype(F32)
+    )
+  )
   for b in range(2):
     ref = _np_affinity(g[b], 2.5, 0.1)
     np.testing.assert_allclose(A[b], ref, rtol=1e-5, atol=1e-6)
@@ -55,7 +60,9 @@ def test_refine_logits_is_the_closed_form_not_the_iteration():
   A = _np_affinity(RNG.normal(size=(7, 4)), 3.0, -1.0)
   L = RNG.normal(size=(7, 3)) * 5
   R = np.asarray(
-    jax.jit(lambda L, A: S.refine_logits(L, A, alpha=0.3, steps=3))(L.astype(F32), A.astype(F32))
+    jax.jit(lambda L, A: S.refine_logits(L, A, alpha=0.3, steps=3))(
+      L.astype(F32), A.astype(F32)
+    )
   )
   ref = 0.7 * L + 0.3 * np.linalg.matrix_power(A, 3) @ L
   np.testing.assert_allclose(R, ref, rtol=1e-4, atol=1e-4)
@@ -63,7 +70,9 @@ def test_refine_logits_is_the_closed_form_not_the_iteration():
   for _ in range(3):
     it = 0.7 * it + 0.3 * A @ it
   assert np.abs(R - it).max() > 1e-2
-  k0 = jax.jit(lambda L, A: S.refine_logits(L, A, steps=0))(L.astype(F32), A.astype(F32))
+  k0 = jax.jit(lambda L, A: S.refine_logits(L, A, steps=0))(
+    L.astype(F32), A.astype(F32)
+  )
   np.testing.assert_allclose(k0, L, rtol=1e-6)
 
 
@@ -80,7 +89,9 @@ def test_proxy_attention_and_patch_text_logits():
 
 def test_dense_pseudolabels_and_strict_confidence():
   R = np.array([[2.0, 0.0], [0.0, 0.0], [0.0, 3.0]], F32)
-  labels, w = jax.jit(lambda R: S.dense_pseudolabels(R, tau=2.0, confidence=0.5))(R)
+  labels, w = jax.jit(
+    lambda R: S.dense_pseudolabels(R, tau=2.0, confidence=0.5)
+  )(R)
   q = _softmax(R.astype(np.float64) / 2.0)
   np.testing.assert_array_equal(labels, q.argmax(-1))
   np.testing.assert_array_equal(w, (q.max(-1) > 0.5).astype(F32))
@@ -94,10 +105,12 @@ def test_dense_pseudolabel_ce_and_kl_match_numpy():
   logp = np.log(_softmax(x))
   nll = -np.take_along_axis(logp, y[..., None], -1)[..., 0]
   ref = (w * nll).sum() / max(1.0, w.sum())
-  ce = jax.jit(S.dense_pseudolabel_ce)  # one compilation for the three weightings
+  # one compilation for the three weightings
+  ce = jax.jit(S.dense_pseudolabel_ce)
   got = ce(x.astype(F32), y.astype(np.int32), w.astype(F32))
   np.testing.assert_allclose(got, ref, rtol=1e-5)
-  small = np.full((2, 6), 0.05, F32)  # sum of weights 0.6 < 1: divide by 1, not by 0.6
+  # sum of weights 0.6 < 1: divide by 1, not by 0.6
+  small = np.full((2, 6), 0.05, F32)
   got = ce(x.astype(F32), y.astype(np.int32), small)
   np.testing.assert_allclose(got, (0.05 * nll).sum(), rtol=1e-5)
   assert float(ce(x.astype(F32), y.astype(np.int32), 0 * small)) == 0.0
@@ -123,9 +136,14 @@ def _np_infonce(z, ids, tau):
 
 
 def test_sgsr_targets_cisc_keep_and_sscl_loss_match_numpy_in_one_compilation():
-  # the fast check of sgsr_targets, region_consistency_loss (3 modes), keep_loss and sscl_loss:
-  # tiny inputs, one jitted program; the slow tests below cover more modes, shapes and grads
-  tp, g, txt = RNG.normal(size=(1, 4, 5)), RNG.normal(size=(1, 4, 3)), RNG.normal(size=(3, 5))
+  # the fast check of sgsr_targets, region_consistency_loss (3 modes), keep_loss
+  # and sscl_loss: tiny inputs, one jitted program; the slow tests below cover
+  # more modes, shapes and grads
+  tp, g, txt = (
+    RNG.normal(size=(1, 4, 5)),
+    RNG.normal(size=(1, 4, 3)),
+    RNG.normal(size=(3, 5)),
+  )
   logits = RNG.normal(size=(1, 4, 3)) * 2
   z, t = RNG.normal(size=(2, 2, 5)), RNG.normal(size=(2, 5))
   sc, tc = RNG.normal(size=(2, 5)), RNG.normal(size=(2, 5))
@@ -180,7 +198,9 @@ def test_sgsr_targets_cisc_keep_and_sscl_loss_match_numpy_in_one_compilation():
   sgsr = (w * nll).sum() / max(1.0, w.sum())
   np.testing.assert_allclose(terms["sgsr"], sgsr, rtol=1e-4, atol=1e-6)
   cisc = ref["teacher"] + 0.5 * ref["infonce"] + 0.25 * ref["center"]
-  np.testing.assert_allclose(total, 0.7 * cisc + 1.3 * sgsr + 0.2 * ref["keep"], rtol=1e-4)
+  np.testing.assert_allclose(
+    total, 0.7 * cisc + 1.3 * sgsr + 0.2 * ref["keep"], rtol=1e-4
+  )
 
 
 @pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
@@ -191,12 +211,16 @@ def test_region_consistency_modes_match_brute_force():
   zh = _unit(z)
   c = _unit(zh.mean(1))
   ref_center = np.mean(((zh - c[:, None]) ** 2).sum(-1))
-  np.testing.assert_allclose(S.region_consistency_loss(zf, mode="center"), ref_center, rtol=1e-5)
+  np.testing.assert_allclose(
+    S.region_consistency_loss(zf, mode="center"), ref_center, rtol=1e-5
+  )
   ref_t = np.mean(1 - np.einsum("avd,ad->av", zh, _unit(t)))
   got = S.region_consistency_loss(zf, mode="teacher", teacher=t.astype(F32))
   np.testing.assert_allclose(got, ref_t, rtol=1e-5)
   for ids in (np.arange(3), np.array([0, 1, 0])):
-    got = S.region_consistency_loss(zf, mode="infonce", anchor_ids=ids.astype(np.int32), tau=0.2)
+    got = S.region_consistency_loss(
+      zf, mode="infonce", anchor_ids=ids.astype(np.int32), tau=0.2
+    )
     np.testing.assert_allclose(got, _np_infonce(z, ids, 0.2), rtol=1e-4)
 
 
@@ -204,7 +228,9 @@ def test_region_consistency_modes_match_brute_force():
 def test_targets_are_stop_gradient():
   z = RNG.normal(size=(2, 3, 4)).astype(F32)
   t = RNG.normal(size=(2, 4)).astype(F32)
-  g_t = jax.grad(lambda t: S.region_consistency_loss(z, mode="teacher", teacher=t))(t)
+  g_t = jax.grad(
+    lambda t: S.region_consistency_loss(z, mode="teacher", teacher=t)
+  )(t)
   assert np.all(np.asarray(g_t) == 0)
   # center: gradient of ||z_k - sg(c)||^2 w.r.t. unit z is 2(z_k - c) projected; not the
   # gradient that flows through c as well (which would be 0 for V copies of one vector)
@@ -214,8 +240,14 @@ def test_targets_are_stop_gradient():
 
 @pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite
 def test_sgsr_targets_compose_the_numpy_steps():
-  tp, g, txt = RNG.normal(size=(2, 9, 4)), RNG.normal(size=(2, 9, 3)), RNG.normal(size=(3, 4))
-  cfg = S.SSCLConfig(gamma=2.0, threshold=0.0, alpha=0.4, steps=2, logit_scale=10.0, tau_p=0.5)
+  tp, g, txt = (
+    RNG.normal(size=(2, 9, 4)),
+    RNG.normal(size=(2, 9, 3)),
+    RNG.normal(size=(3, 4)),
+  )
+  cfg = S.SSCLConfig(
+    gamma=2.0, threshold=0.0, alpha=0.4, steps=2, logit_scale=10.0, tau_p=0.5
+  )
   out = S.sgsr_targets(tp.astype(F32), g.astype(F32), txt.astype(F32), cfg)
   for b in range(2):
     A = _np_affinity(g[b], 2.0, 0.0)
@@ -239,20 +271,35 @@ def test_sscl_loss_is_the_weighted_sum_of_its_terms():
   )
   z = RNG.normal(size=(A, Vn, D)).astype(F32)
   tr = RNG.normal(size=(A, D)).astype(F32)
-  sc, tc = RNG.normal(size=(B, D)).astype(F32), RNG.normal(size=(B, D)).astype(F32)
-  cfg = S.SSCLConfig(lambda_cisc=0.7, lambda_sgsr=1.3, lambda_keep=0.2, cisc_center=0.25)
+  sc, tc = (
+    RNG.normal(size=(B, D)).astype(F32),
+    RNG.normal(size=(B, D)).astype(F32),
+  )
+  cfg = S.SSCLConfig(
+    lambda_cisc=0.7, lambda_sgsr=1.3, lambda_keep=0.2, cisc_center=0.25
+  )
   loss = jax.jit(S.sscl_loss, static_argnums=6)
   total, terms = loss(logits, tg, z, tr, sc, tc, cfg)
-  keep = np.mean(1 - (_unit(sc.astype(np.float64)) * _unit(tc.astype(np.float64))).sum(-1))
+  keep = np.mean(
+    1 - (_unit(sc.astype(np.float64)) * _unit(tc.astype(np.float64))).sum(-1)
+  )
   np.testing.assert_allclose(terms["keep"], keep, rtol=1e-5)
   np.testing.assert_allclose(
-    terms["sgsr"], S.dense_pseudolabel_ce(logits, tg.labels, tg.weights), rtol=1e-6
+    terms["sgsr"],
+    S.dense_pseudolabel_ce(logits, tg.labels, tg.weights),
+    rtol=1e-6,
   )
-  cisc = terms["cisc_teacher"] + 0.5 * terms["cisc_infonce"] + 0.25 * terms["cisc_center"]
+  cisc = (
+    terms["cisc_teacher"]
+    + 0.5 * terms["cisc_infonce"]
+    + 0.25 * terms["cisc_center"]
+  )
   ref = 0.7 * cisc + 1.3 * terms["sgsr"] + 0.2 * keep
   np.testing.assert_allclose(total, ref, rtol=1e-5)
   _, soft = loss(logits, tg, z, tr, sc, tc, S.SSCLConfig(soft_sgsr=True))
-  np.testing.assert_allclose(soft["sgsr"], S.dense_kl(logits, tg.probs, tg.weights), rtol=1e-6)
+  np.testing.assert_allclose(
+    soft["sgsr"], S.dense_kl(logits, tg.probs, tg.weights), rtol=1e-6
+  )
 
 
 @pytest.mark.slow  # compiles for >5 s on 2 cores: kept out of the default suite

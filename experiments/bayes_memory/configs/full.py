@@ -3,9 +3,10 @@
   python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/full.py \
       --workdir=runs/bayes_memory_full
 
-5 seeds x 200 dialogues x 3 questions over 12-turn histories with SmolLM2-135M-Instruct
-(about 36k scored rows); every dialogue's scores are a cell of the on-disk store, so an
-interrupted run resumes where it stopped. The paper's own benchmarks are not public.
+5 seeds x 200 dialogues x 3 questions over 12-turn histories with
+SmolLM2-135M-Instruct (about 36k scored rows); every dialogue's scores are a
+cell of the on-disk store, so an interrupted run resumes where it stopped. The
+paper's own benchmarks are not public.
 """
 
 from experiments.bayes_memory.configs import default

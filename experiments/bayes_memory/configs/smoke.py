@@ -1,4 +1,5 @@
-"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``): a tiny random decoder.
+"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``): a tiny
+random decoder.
 
 python -m experiments.bayes_memory.main --config=experiments/bayes_memory/configs/smoke.py \
     --workdir=runs/bayes_memory_smoke
@@ -21,5 +22,6 @@ def get_config():
   c.greedy_k = 2  # exercises greedy set selection (off in default.py)
   c.group_dialogues = 4
   c.scoring = "rows"  # the row path (default.py runs the shared-prefix path)
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

@@ -4,9 +4,9 @@
       --workdir=runs/dense_limits_full
 
 Widths up to 4096, three learning rates, 3000 steps, the weight bound swept over
-B in {1, 2, 4, 8, 16, 64} (the dense class and its width-unbounded control); the runs of each
-cell are vmapped and sharded over all devices by the sweep engine, and every finished cell is
-stored, so a rerun resumes cell by cell.
+B in {1, 2, 4, 8, 16, 64} (the dense class and its width-unbounded control); the
+runs of each cell are vmapped and sharded over all devices by the sweep engine,
+and every finished cell is stored, so a rerun resumes cell by cell.
 """
 
 from experiments.dense_limits.configs import default

@@ -1,4 +1,5 @@
-"""Smoke setting (seconds of compute): tests, the notebook and reproduce --quick.
+"""Smoke setting (seconds of compute): tests, the notebook and reproduce
+--quick.
 
   python -m experiments.dense_limits.main --config=experiments/dense_limits/configs/smoke.py \
       --workdir=/tmp/dense_limits_smoke
@@ -24,7 +25,8 @@ def get_config():
       n_train=128,
       n_test=64,
       compress_ks=(1, 4),
-      compress_min_width=16,  # the widest only: each width compiles its own factorisations
+      # the widest only: each width compiles its own factorisations
+      compress_min_width=16,
       compress_restarts=4,
       compress_iters=3,
       fk_size=16,
@@ -34,5 +36,6 @@ def get_config():
     )
   )
   c.claims = default.claims(c.bounds)
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

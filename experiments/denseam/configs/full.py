@@ -3,11 +3,11 @@
   python -m experiments.denseam.main --config=experiments/denseam/configs/full.py \
       --workdir=runs/denseam_full
 
-K from 16 to 16,384 memories (1024x), 21 learning rates, 16 seeds, 2,000 steps, T = 8, all
-three settings plus LSE with beta = 4 and the degree-10 polynomial. Each (setting, K) grid of
-learning rates x seeds runs as one program sharded over all devices (``core.Sweep``) and is
-checkpointed every 500 steps, so a preempted cell resumes. Expect about an accelerator hour.
-Not measured here.
+K from 16 to 16,384 memories (1024x), 21 learning rates, 16 seeds, 2,000 steps,
+T = 8, all three settings plus LSE with beta = 4 and the degree-10 polynomial.
+Each (setting, K) grid of learning rates x seeds runs as one program sharded
+over all devices (``core.Sweep``) and is checkpointed every 500 steps, so a
+preempted cell resumes. Expect about an accelerator hour. Not measured here.
 """
 
 from experiments.denseam.configs import default
@@ -31,5 +31,6 @@ def get_config():
   c.dyn_steps = 8
   c.dt = 0.25  # dt * T fixed at 2, as in the default (T = 4, dt = 0.5)
   c.chunk = 500
-  c.claims = default.claims_for(c)  # the same rules; preconditions on this width and lr grid
+  # the same rules; preconditions on this width and lr grid
+  c.claims = default.claims_for(c)
   return c

@@ -1,6 +1,7 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.denseam.main --config=experiments/denseam/configs/smoke.py --workdir=runs/denseam_smoke
+python -m experiments.denseam.main --config=experiments/denseam/configs/smoke.py
+--workdir=runs/denseam_smoke
 """
 
 from experiments.denseam.configs import default
@@ -19,5 +20,6 @@ def get_config():
   c.coord_widths = (8, 32)
   c.coord_steps = 2
   c.logreg_baseline = False
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

@@ -1,12 +1,14 @@
-"""Paper-scale setting: ImageNet 64x64, class-conditional, on GPU/TPU (never run in CI).
+"""Paper-scale setting: ImageNet 64x64, class-conditional, on GPU/TPU (never run
+in CI).
 
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/full.py \
       --config.data_dir=/path/to/tensorflow_datasets --workdir=runs/dual_rate_imagenet64
 
-Needs `imagenet_resized/64x64` prepared as a TFDS array_record dataset under `data_dir`
-(nothing is downloaded); 8+ accelerators for several days. `heldout.py`'s protocol at scale:
-10k samples against a held-out 10k-image reference, three training seeds, the couplings. The
-FD-proxy uses a CNN trained on a 50k-image subset, not Inception.
+Needs `imagenet_resized/64x64` prepared as a TFDS array_record dataset under
+`data_dir` (nothing is downloaded); 8+ accelerators for several days.
+`heldout.py`'s protocol at scale: 10k samples against a held-out 10k-image
+reference, three training seeds, the couplings. The FD-proxy uses a CNN trained
+on a 50k-image subset, not Inception.
 """
 
 from experiments.dual_rate.configs import default, heldout
@@ -55,8 +57,9 @@ def get_config():
       time_methods=(),  # every row
     )
   )
-  # heldout.py's protocol at scale: a held-out reference (two disjoint 10k-image validation
-  # splits), three training seeds, the couplings (d), EDM-Heun in the target
+  # heldout.py's protocol at scale: a held-out reference (two disjoint 10k-image
+  # validation splits), three training seeds, the couplings (d), EDM-Heun in the
+  # target
   c.update(
     dict(
       fd_reference="heldout",
@@ -70,6 +73,8 @@ def get_config():
     )
   )
   c.claims = heldout.CLAIMS + tuple(
-    x for x in default.CLAIMS if x["id"] not in {y["id"] for y in heldout.CLAIMS}
+    x
+    for x in default.CLAIMS
+    if x["id"] not in {y["id"] for y in heldout.CLAIMS}
   )
   return c

@@ -3,11 +3,12 @@
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/heldout.py \
       --workdir=runs/dual_rate_heldout
 
-Fixed before the run: every row and the floor against held-out images (`fd_reference =
-"heldout"`: two disjoint held-out splits of N = 500; the train-reference FD kept beside), the
-matched-quality rule of `default.py` re-decided with the floor held out as a precondition, the
-quality run's training (6000 steps) and sampler grid, the rollout and DDIM couplings trained as
-long; training seed 0, one cell per phase, the main claim's networks first.
+Fixed before the run: every row and the floor against held-out images
+(`fd_reference = "heldout"`: two disjoint held-out splits of N = 500; the
+train-reference FD kept beside), the matched-quality rule of `default.py`
+re-decided with the floor held out as a precondition, the quality run's training
+(6000 steps) and sampler grid, the rollout and DDIM couplings trained as long;
+training seed 0, one cell per phase, the main claim's networks first.
 """
 
 from experiments.dual_rate.configs import default, quality
@@ -29,16 +30,20 @@ def get_config():
 
 
 def _matched_quality():
-  (claim,) = [c for c in default.CLAIMS if c["id"] == "matched_quality_less_compute"]
+  (claim,) = [
+    c for c in default.CLAIMS if c["id"] == "matched_quality_less_compute"
+  ]
   claim = dict(claim)
   claim["requires"] = [
     dict(
       metric="derived.floor_is_heldout",
       op=">=",
       value=1.0,
-      why="the floor is the FD between two disjoint held-out splits of the samples' size and "
-      "every row is measured against the first of them, so the floor bounds what real data "
-      "scores",
+      why=(
+        "the floor is the FD between two disjoint held-out splits of the "
+        "samples' size and every row is measured against the first of them, "
+        "so the floor bounds what real data scores"
+      ),
     ),
     *claim["requires"],
   ]

@@ -1,10 +1,12 @@
-"""Every network trained from three seeds: the claims decided over training seeds.
+"""Every network trained from three seeds: the claims decided over training
+seeds.
 
   python -m experiments.dual_rate.main --config=experiments/dual_rate/configs/seeds.py \
       --workdir=runs/dual_rate_seeds
 
-The default setting trained from seeds 0, 1 and 2 (a row's std is the spread over training
-seeds), with the couplings and EDM-Heun for seed 0 only; `default.py`'s claims.
+The default setting trained from seeds 0, 1 and 2 (a row's std is the spread
+over training seeds), with the couplings and EDM-Heun for seed 0 only;
+`default.py`'s claims.
 """
 
 from experiments.dual_rate.configs import default
@@ -22,5 +24,6 @@ def get_config():
   c.time_methods = ("baseline", "dual-rate", "no-features")
   c.control_couplings = ("rollout", "ddim")
   c.heun_steps = (8,)
-  c.extra_control_seeds = (0,)  # couplings and Heun for training seed 0 only (time)
+  # couplings and Heun for training seed 0 only (time)
+  c.extra_control_seeds = (0,)
   return c

@@ -19,6 +19,8 @@ def get_config():
   c.s_w = (0.0, 2.0)
   c.seeds = 1
   c.n_boot = 200
-  c.use_mesh = False  # the sharded sweep is tested on its own (tests/evidence_coverage)
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # the sharded sweep is tested on its own (tests/evidence_coverage)
+  c.use_mesh = False
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

@@ -1,6 +1,7 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.goskills.main --config=experiments/goskills/configs/smoke.py --workdir=runs/goskills_smoke
+python -m experiments.goskills.main
+--config=experiments/goskills/configs/smoke.py --workdir=runs/goskills_smoke
 """
 
 from experiments.goskills.configs import default
@@ -15,5 +16,6 @@ def get_config():
   c.seeds = 2
   c.tasks = 8
   c.embed_dim = 64
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

@@ -1,6 +1,7 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.lanr.main --config=experiments/lanr/configs/smoke.py --workdir=runs/lanr_smoke
+python -m experiments.lanr.main --config=experiments/lanr/configs/smoke.py
+--workdir=runs/lanr_smoke
 
 A random-init 2-layer decoder on a word-level vocabulary stands in for SmolLM2.
 """
@@ -21,5 +22,6 @@ def get_config():
   c.width_bucket = 128  # one width: one compilation of the reader
   c.seeds = 2
   c.n_boot = 200
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

@@ -2,8 +2,9 @@
 
   python -m experiments.leansearch.main --config=experiments/leansearch/configs/default.py --workdir=runs/leansearch
 
-The corpus is downloaded once (``apt-get download libcoq-stdlib`` + ``dpkg -x``, 21.5 MB)
-into ``$XDG_CACHE_HOME/jaxpapers/leansearch`` and its parse cached as JSON.
+The corpus is downloaded once (``apt-get download libcoq-stdlib`` + ``dpkg -x``,
+21.5 MB) into ``$XDG_CACHE_HOME/jaxpapers/leansearch`` and its parse cached as
+JSON.
 """
 
 import ml_collections
@@ -40,7 +41,8 @@ def get_config():
   c.prf = 3
   c.keep_top = 5
   c.seed = 0
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed
+  # before the run.
   c.claims = CLAIMS
   c.report = REPORT
   return c
@@ -59,10 +61,14 @@ PREMISE_LABELS = {
   "standard_flat": "standard mode, flat text",
   "reasoning": "reasoning mode over standard mode (the claim)",
 }
-ROUNDS = {"reasoning": "over standard mode", "reasoning_dense": "over dense alone"}
+ROUNDS = {
+  "reasoning": "over standard mode",
+  "reasoning_dense": ("over dense alone"),
+}
 
 
-# experiments.leansearch.evaluate.report_view: the summary by system, and the rounds' numbers.
+# experiments.leansearch.evaluate.report_view: the summary by system, and the
+# rounds' numbers.
 REPORT = R.Report(
   view="experiments.leansearch.evaluate:report_view",
   tables=(
@@ -74,7 +80,10 @@ REPORT = R.Report(
         "Recall@10 flat=recall_flat.mean:.3f±recall_flat.std"
       ),
       over="view.single",
-      title="**Single-query search** (mean ± std over {config.splits} file splits; k = {config.k})",
+      title=(
+        "**Single-query search** (mean ± std over {config.splits} file "
+        "splits; k = {config.k})"
+      ),
     ),
     R.Table(
       R.columns(
@@ -84,9 +93,11 @@ REPORT = R.Report(
       over="view.premise",
       keys=tuple(PREMISE_LABELS),
       labels=PREMISE_LABELS,
-      title="**Global premise retrieval**: every stage of the pipeline and every ablation "
-      "(hierarchical text unless flat; mean ± std over splits); reasoning mode's claim compares "
-      "it with the strongest of the others",
+      title=(
+        "**Global premise retrieval**: every stage of the pipeline and every "
+        "ablation (hierarchical text unless flat; mean ± std over splits); "
+        "reasoning mode's claim compares it with the strongest of the others"
+      ),
     ),
     R.Table(
       (
@@ -107,7 +118,11 @@ REPORT = R.Report(
         title="single-query search: hierarchical vs flat informal text",
         series=tuple(
           R.Series(
-            points="view.single", x="{key}", y=f"ndcg_{v}.mean", err=f"ndcg_{v}.std", label=v
+            points="view.single",
+            x="{key}",
+            y=f"ndcg_{v}.mean",
+            err=(f"ndcg_{v}.std"),
+            label=v,
           )
           for v in ("hier", "flat")
         ),
@@ -149,7 +164,9 @@ REPORT = R.Report(
           for name, what in ROUNDS.items()
         ),
         lines=tuple(
-          R.Line(f"view.premise.{x}.recall.mean", label=PREMISE_LABELS[x], style=ls)
+          R.Line(
+            f"view.premise.{x}.recall.mean", label=PREMISE_LABELS[x], style=ls
+          )
           for x, ls in (("dense", "--"), ("standard", ":"))
         ),
       ),
@@ -163,8 +180,11 @@ CLAIMS = (
   dict(
     id="hierarchy_informalisation",
     statement="hierarchy informalisation improves single-query retrieval",
-    paper_text="standard mode over the hierarchy-informalized corpus: nDCG@10 0.62 vs 0.53 "
-    "for the next-best system (abstract); the informalisation is the corpus-side ingredient",
+    paper_text=(
+      "standard mode over the hierarchy-informalized corpus: "
+      "nDCG@10 0.62 vs 0.53 for the next-best system (abstract); "
+      "the informalisation is the corpus-side ingredient"
+    ),
     metric="derived.hier_gain_ndcg10",
     noise="derived.hier_gain_ndcg10_ci",
     direction="higher",
@@ -174,23 +194,31 @@ CLAIMS = (
       "hier - flat, BM25 alone": "derived.hier_gain_ndcg10_bm25",
       "hier - flat, dense alone": "derived.hier_gain_ndcg10_dense",
     },
-    note="nDCG@10 of standard mode (dense top-M + rerank) with hierarchical minus flat "
-    "informal text, paired per test query over 3 file splits; held when the whole 95% CI is "
-    "above 0, not reproduced when it is below 0, inconclusive (a tie) when it straddles 0",
+    note=(
+      "nDCG@10 of standard mode (dense top-M + rerank) with hierarchical "
+      "minus flat informal text, paired per test query over 3 file splits; "
+      "held when the whole 95% CI is above 0, not reproduced when it is below "
+      "0, inconclusive (a tie) when it straddles 0"
+    ),
   ),
   dict(
     id="reasoning_beats_standard_and_premise_selection",
-    statement="reasoning mode recovers more premise groups within 10 than standard mode, "
-    "premise-selection baselines and every other stage of its pipeline",
-    paper_text="46.1% vs 38.0% (reasoning retrieval systems) vs 9.3% (premise selection), "
-    "recall of premise groups within 10 (abstract)",
+    statement=(
+      "reasoning mode recovers more premise groups within 10 than standard "
+      "mode, premise-selection baselines and every other stage of its pipeline"
+    ),
+    paper_text=(
+      "46.1% vs 38.0% (reasoning retrieval systems) vs 9.3% (premise "
+      "selection), recall of premise groups within 10 (abstract)"
+    ),
     metric="derived.reasoning_gain_recall10",
     noise="derived.reasoning_gain_recall10_ci",
     direction="higher",
     held=0.0,
     fmt=".3f",
-    # Every stage of the pipeline and every ablation is in the comparison: the reference is
-    # the strongest of them (the dense first stage, once a control, is now one of them).
+    # Every stage of the pipeline and every ablation is in the comparison: the
+    # reference is the strongest of them (the dense first stage, once a control,
+    # is now one of them).
     baselines={
       label: f"summary.premise.{system}/recall.mean"
       for system, label in (
@@ -205,11 +233,16 @@ CLAIMS = (
         ("reasoning_dense", "reasoning over dense alone"),
       )
     },
-    note="recall_group@10 of reasoning mode (over standard mode, the paper's pipeline) minus "
-    "the strongest, by its mean over all test theorems, of: a random ranking, the "
-    "most-used-premises prior, BM25 over statements, the dense first stage alone, standard "
-    "mode, both with flat text, reasoning mode stopped after its first round and reasoning "
-    "mode over the dense stage without the reranker; paired per test theorem over 3 file "
-    "splits; held when the whole 95% CI is above 0, not reproduced when below, a tie otherwise",
+    note=(
+      "recall_group@10 of reasoning mode (over standard mode, "
+      "the paper's pipeline) minus the strongest, "
+      "by its mean over all test theorems, of: a random ranking, "
+      "the most-used-premises prior, BM25 over statements, "
+      "the dense first stage alone, standard mode, both with flat text, "
+      "reasoning mode stopped after its first round and reasoning mode over "
+      "the dense stage without the reranker; paired per test theorem over 3 "
+      "file splits; held when the whole 95% CI is above 0, "
+      "not reproduced when below, a tie otherwise"
+    ),
   ),
 )

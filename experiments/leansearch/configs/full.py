@@ -1,13 +1,14 @@
-"""Larger setting (not run in CI): all of the Coq standard library, 5 splits, every test query,
-a wider encoder trained longer, deeper reasoning output.
+"""Larger setting (not run in CI): all of the Coq standard library, 5 splits,
+every test query, a wider encoder trained longer, deeper reasoning output.
 
   python -m experiments.leansearch.main --config=experiments/leansearch/configs/full.py --workdir=runs/leansearch_full
 
-The paper's own setting (Mathlib, Qwen3-Embedding-8B, Qwen3-Reranker-8B, an LLM planner)
-needs a Lean 4 + Mathlib build and network access; it is not reproducible offline. The
-library's :func:`jaxpapers.leansearch.lm_reranker` (the shared small LM as a yes/no
-reranker) and :func:`jaxpapers.leansearch.e5_embedder` plug into ``TwoStageRetriever`` on
-an accelerator host.
+The paper's own setting (Mathlib, Qwen3-Embedding-8B, Qwen3-Reranker-8B, an LLM
+planner) needs a Lean 4 + Mathlib build and network access; it is not
+reproducible offline. The library's :func:`jaxpapers.leansearch.lm_reranker`
+(the shared small LM as a yes/no reranker) and
+:func:`jaxpapers.leansearch.e5_embedder` plug into ``TwoStageRetriever`` on an
+accelerator host.
 """
 
 from experiments.leansearch.configs import default

@@ -1,6 +1,8 @@
-"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``): the three fixture files.
+"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``): the
+three fixture files.
 
-python -m experiments.leansearch.main --config=experiments/leansearch/configs/smoke.py --workdir=runs/leansearch_smoke
+python -m experiments.leansearch.main
+--config=experiments/leansearch/configs/smoke.py --workdir=runs/leansearch_smoke
 """
 
 from experiments.leansearch.configs import default
@@ -20,5 +22,6 @@ def get_config():
   c.big_loop = 1
   c.search_top_k = 5
   c.output_top_k = 10
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

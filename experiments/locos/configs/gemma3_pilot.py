@@ -1,4 +1,5 @@
-"""Prompt-form pilot for Gemma-3-270M (pretrained): `smollm2_pilot.py`'s forms and rule.
+"""Prompt-form pilot for Gemma-3-270M (pretrained): `smollm2_pilot.py`'s forms
+and rule.
 
   python -m experiments.locos.main --config=experiments/locos/configs/gemma3_pilot.py \
     --workdir=runs/locos_gemma3_pilot

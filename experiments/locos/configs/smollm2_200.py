@@ -1,11 +1,12 @@
-"""SmolLM2-135M-Instruct on >= 200 answered evaluation probes, in the pilot's prompt form.
+"""SmolLM2-135M-Instruct on >= 200 answered evaluation probes, in the pilot's
+prompt form.
 
   python -m experiments.locos.main --config=experiments/locos/configs/smollm2_200.py \
     --workdir=runs/locos_smollm2_200
 
-`default.py` with the form the pilot chose (ChatML turns with 2 solved examples) and 341
-items (raised from the first launch's 290 from the unablated answered rate alone, before any
-ablation was scored).
+`default.py` with the form the pilot chose (ChatML turns with 2 solved examples)
+and 341 items (raised from the first launch's 290 from the unablated answered
+rate alone, before any ablation was scored).
 """
 
 from experiments.locos.configs import default

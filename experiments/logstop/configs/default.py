@@ -15,9 +15,11 @@ from jaxpapers.core import reporting as R
 def get_config():
   c = ml_collections.ConfigDict(
     dict(
-      # One detector, digit split and set of generated videos per seed (>= 3 for a spread).
+      # One detector, digit split and set of generated videos per seed (>= 3 for
+      # a spread).
       seeds=(0, 1, 2),
-      digit_pool=(1, 4, 7, 9),  # atoms "d1", "d4", "d7", "d9"; 1/7 and 4/9 are confusable
+      # atoms "d1", "d4", "d7", "d9"; 1/7 and 4/9 are confusable
+      digit_pool=(1, 4, 7, 9),
       # Detector (JAX MLP on the disjoint 'train' half of sklearn digits).
       detector_steps=600,
       detector_batch=256,
@@ -42,32 +44,38 @@ def get_config():
       max_len=12,
       plant_prob=0.6,
       retrieval_windows=(1, 2),
-      # The paper's QMTP-video benchmark from per-frame scores on disk (jaxpapers.logstop.qmtp):
-      # when set, the run scores it instead of the digit videos.
+      # The paper's QMTP-video benchmark from per-frame scores on disk
+      # (jaxpapers.logstop.qmtp): when set, the run scores it instead of the
+      # digit videos.
       qmtp_dir="",
       qmtp_smoothing_radius=0,
       qmtp_baselines=True,  # Boolean LTLf and robustness at the same windows
     )
   )
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed
+  # before the run.
   c.claims = CLAIMS
   c.report = REPORT
   return c
 
 
-_ON = "metrics.matching/overall"  # a synthetic run (a QMTP-video run has only its own table)
+# a synthetic run (a QMTP-video run has only its own table)
+_ON = "metrics.matching/overall"
 
 
 def _comparison(path: str, what: str) -> R.Table:
   return R.Table(
     when=path,
-    title=f"Best LogSTOP arm ({{{path}.logstop_arm}}) minus best baseline arm "
-    f"({{{path}.baseline_arm}}), {what}, paired over seeds: {{{path}.diff:+.3f}} ± "
-    f"{{{path}.diff_ci95:.3f}} (95% CI)",
+    title=(
+      f"Best LogSTOP arm ({{{path}.logstop_arm}}) minus best baseline arm "
+      f"({{{path}.baseline_arm}}), {what}, paired over seeds: "
+      f"{{{path}.diff:+.3f}} ± {{{path}.diff_ci95:.3f}} (95% CI)"
+    ),
     over=f"{path}.same_window",
     columns=R.columns(
-      "window={key}; LogSTOP arm={logstop_arm}; best baseline at the same window={baseline_arm}; "
-      "difference (95% CI)={diff:+.3f} ± {diff_ci95:.3f}"
+      "window={key}; LogSTOP arm={logstop_arm}; best baseline at the same "
+      "window={baseline_arm}; difference (95% CI)={diff:+.3f} ± "
+      "{diff_ci95:.3f}"
     ),
   )
 
@@ -75,7 +83,10 @@ def _comparison(path: str, what: str) -> R.Table:
 def _bars(path: str, xlabel: str, title: str) -> R.Panel:
   series = R.Series(points=path, y="m", err="s", color="tab:blue")
   return R.Panel(
-    kind="hbars", xlabel=f"{xlabel} (mean over seeds, 95% CI)", title=title, series=(series,)
+    kind="hbars",
+    xlabel=f"{xlabel} (mean over seeds, 95% CI)",
+    title=title,
+    series=(series,),
   )
 
 
@@ -85,26 +96,37 @@ REPORT = R.Report(
   tables=(
     R.Table(
       when=_ON,
-      title="Query matching, balanced accuracy (mean over {view.n_templates} templates, "
-      "{config.sequences_per_template} sequences each, T={config.T}; mean ± 95% CI over "
-      "{metrics.seeds|len} seeds (detector, digits and videos per seed); per-frame detector "
-      "accuracy {metrics.detector/per_frame_accuracy|mean:.3f}; every arm at every window):",
+      title=(
+        "Query matching, balanced accuracy (mean over {view.n_templates} "
+        "templates, {config.sequences_per_template} sequences each, "
+        "T={config.T}; mean ± 95% CI over {metrics.seeds|len} seeds "
+        "(detector, digits and videos per seed); per-frame detector accuracy "
+        "{metrics.detector/per_frame_accuracy|mean:.3f}; "
+        "every arm at every window):"
+      ),
       over="view.matching",
       columns=R.columns("arm={key}; balanced accuracy=m:.3f±s"),
     ),
     _comparison("metrics.matching/comparison", "balanced accuracy"),
     R.Table(
       when=_ON,
-      title="Retrieval ({config.db_size} sequences, T={config.db_T}, segments "
-      "{config.min_len}-{config.max_len} frames, {view.n_queries} queries kept per seed, "
-      "{view.relevant:.0f} relevant sequences per query on average, so Recall@5 is at most "
-      "{view.recall_cap:.2f}; mAP mean ± 95% CI over seeds):",
+      title=(
+        "Retrieval ({config.db_size} sequences, T={config.db_T}, "
+        "segments {config.min_len}-{config.max_len} frames, "
+        "{view.n_queries} queries kept per seed, {view.relevant:.0f} relevant "
+        "sequences per query on average, so Recall@5 is at most "
+        "{view.recall_cap:.2f}; mAP mean ± 95% CI over seeds):"
+      ),
       over="view.retrieval",
-      columns=R.columns("arm={key}; mAP=m:.3f±s; Recall@5=R5:.3f; Precision@5=P5:.3f"),
+      columns=R.columns(
+        "arm={key}; mAP=m:.3f±s; Recall@5=R5:.3f; Precision@5=P5:.3f"
+      ),
     ),
     _comparison("metrics.retrieval/comparison", "mAP"),
     R.Table(
-      when="view.qmtp", over="view.qmtp", columns=R.columns("arm={key}; balanced accuracy=v:.4f")
+      when="view.qmtp",
+      over="view.qmtp",
+      columns=R.columns("arm={key}; balanced accuracy=v:.4f"),
     ),
   ),
   figures=(
@@ -120,18 +142,22 @@ REPORT = R.Report(
 
 
 _TIE = (
-  "the measured value is the mean over seeds of the paired difference (best LogSTOP arm minus "
-  "best baseline arm, each chosen by its mean over seeds; every arm, baselines included, runs "
-  "at every window), and the interval is its 95% CI over seeds; a difference above -0.02 "
-  "counts as matching (about 2 standard errors of one seed's balanced accuracy over "
-  "16 x 128 sequences); held needs the whole interval above -0.02, an interval below it is "
-  "not reproduced, one straddling it is inconclusive"
+  "the measured value is the mean over seeds of the paired difference (best "
+  "LogSTOP arm minus best baseline arm, each chosen by its mean over seeds; "
+  "every arm, baselines included, runs at every window), "
+  "and the interval is its 95% CI over seeds; a difference above -0.02 counts "
+  "as matching (about 2 standard errors of one seed's balanced accuracy over "
+  "16 x 128 sequences); held needs the whole interval above -0.02, "
+  "an interval below it is not reproduced, one straddling it is inconclusive"
 )
 
 CLAIMS = (
   dict(
     id="matching_vs_temporal_logic",
-    statement="LogSTOP matches or improves over temporal-logic baselines in query matching",
+    statement=(
+      "LogSTOP matches or improves over temporal-logic baselines in query "
+      "matching"
+    ),
     paper_text="matching or improving over temporal-logic baselines",
     metric="matching/best_logstop_minus_best_baseline",
     noise="matching/best_logstop_minus_best_baseline_ci95",
@@ -139,14 +165,17 @@ CLAIMS = (
     held=-0.02,
     fmt="+.3f",
     baselines={
-      "mean score (adaptive), w=1": "matching/overall.mean score (adaptive) w=1",
+      "mean score (adaptive), w=1": (
+        "matching/overall.mean score (adaptive) w=1"
+      ),
       "Boolean LTLf, w=1": "matching/overall.Boolean LTLf (p>=0.5) w=1",
       "Boolean LTLf, w=5": "matching/overall.Boolean LTLf (p>=0.5) w=5",
     },
-    # "Matches" is a tie band around the difference, which two arms at chance also satisfy:
-    # LogSTOP's own balanced accuracy must be above chance (0.5: 64 satisfying and 64
-    # violating sequences per template). Read at w = 1, the unsmoothed arm; the best LogSTOP
-    # arm that the difference uses has a mean at least as high.
+    # "Matches" is a tie band around the difference, which two arms at chance
+    # also satisfy: LogSTOP's own balanced accuracy must be above chance (0.5:
+    # 64 satisfying and 64 violating sequences per template). Read at w = 1, the
+    # unsmoothed arm; the best LogSTOP arm that the difference uses has a mean
+    # at least as high.
     chance={
       "value": 0.5,
       "metric": "matching/overall.LogSTOP w=1",
@@ -156,7 +185,10 @@ CLAIMS = (
   ),
   dict(
     id="retrieval_vs_temporal_logic",
-    statement="LogSTOP segment-max matches or improves over temporal-logic baselines in retrieval",
+    statement=(
+      "LogSTOP segment-max matches or improves over temporal-logic baselines "
+      "in retrieval"
+    ),
     paper_text="matching or improving over temporal-logic baselines",
     metric="retrieval/best_logstop_minus_best_baseline_mAP",
     noise="retrieval/best_logstop_minus_best_baseline_mAP_ci95",
@@ -165,13 +197,17 @@ CLAIMS = (
     fmt="+.3f",
     baselines={
       "mean score mAP, w=1": "retrieval/overall.mean score w=1.mAP",
-      "max per-frame product mAP, w=1": "retrieval/overall.max per-frame product w=1.mAP",
+      "max per-frame product mAP, w=1": (
+        "retrieval/overall.max per-frame product w=1.mAP"
+      ),
     },
     note="mAP; the same rule and -0.02 tie band as for matching",
   ),
   dict(
     id="beats_lvlms",
-    statement="LogSTOP beats large vision/audio language models by >= 16% on matching",
+    statement=(
+      "LogSTOP beats large vision/audio language models by >= 16% on matching"
+    ),
     paper_text=">= 16% over LVLMs / ALMs",
     note="no LVLM or ALM runs offline",
   ),

@@ -6,9 +6,9 @@
 Expected hardware: one GPU, or a many-core CPU (~1 hour). 16 templates x 1,000
 sequences (T=100), a 5,000-sequence retrieval database (T=50, the reference's
 50-frame cap) with 40 queries. Scores from real detectors (YOLO, OWLv2, HuBERT,
-SlowR50) are out of scope offline; `jaxpapers.logstop.score` takes such per-frame
-scores directly as [..., T] arrays, and with per-frame detector scores of the paper's
-QMTP-video clips on disk (format: jaxpapers/logstop/qmtp.py)
+SlowR50) are out of scope offline; `jaxpapers.logstop.score` takes such
+per-frame scores directly as [..., T] arrays, and with per-frame detector scores
+of the paper's QMTP-video clips on disk (format: jaxpapers/logstop/qmtp.py)
 
   python -m experiments.logstop.main --config=experiments/logstop/configs/full.py \
       --config.qmtp_dir=/path/to/qmtp_video --config.windows='(1,)' --workdir=runs/qmtp

@@ -3,9 +3,10 @@
   python -m experiments.logstop.main --config=experiments/logstop/configs/smoke.py \
       --workdir=/tmp/logstop_smoke
 
-Every phase runs (detector training, balanced sampling, video rendering, every matching arm,
-database planting, every retrieval arm, metrics, the plot) on one matching template and two
-retrieval queries; most of what remains is XLA compiling one program per formula and arm.
+Every phase runs (detector training, balanced sampling, video rendering, every
+matching arm, database planting, every retrieval arm, metrics, the plot) on one
+matching template and two retrieval queries; most of what remains is XLA
+compiling one program per formula and arm.
 """
 
 from experiments.logstop.configs import default
@@ -32,5 +33,6 @@ def get_config():
       retrieval_windows=(1,),
     )
   )
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

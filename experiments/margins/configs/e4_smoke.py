@@ -1,6 +1,8 @@
-"""Seconds-long E4 setting (tests): n = 8, k = 2, three d, two seeds; no verdicts.
+"""Seconds-long E4 setting (tests): n = 8, k = 2, three d, two seeds; no
+verdicts.
 
-python -m experiments.margins.main_e4 --config=experiments/margins/configs/e4_smoke.py --workdir=runs/margins_e4_smoke
+python -m experiments.margins.main_e4
+--config=experiments/margins/configs/e4_smoke.py --workdir=runs/margins_e4_smoke
 """
 
 from experiments.margins.configs import e4

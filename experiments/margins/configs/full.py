@@ -2,12 +2,13 @@
 
   python -m experiments.margins.main --config=experiments/margins/configs/full.py --workdir=runs/margins_full
 
-Expected hardware: one accelerator with >= 16 GB (the largest cell fits 20,000 sampled
-rows x n = 1024 documents x d = 256 full batch). n up to 1024 documents with 20,000
-sampled k-subsets per cell, k up to 8, d up to 256, 5 seeds, 5000 steps; critical n
-for k = 2 up to d = 32 (n_max 512). Expect a few accelerator hours. Not measured here.
-The (dimension x seed) fits of a cell are sharded over all devices (``core.Sweep``) and
-checkpointed every 1000 steps, so a preempted cell resumes from its last checkpoint.
+Expected hardware: one accelerator with >= 16 GB (the largest cell fits 20,000
+sampled rows x n = 1024 documents x d = 256 full batch). n up to 1024 documents
+with 20,000 sampled k-subsets per cell, k up to 8, d up to 256, 5 seeds, 5000
+steps; critical n for k = 2 up to d = 32 (n_max 512). Expect a few accelerator
+hours. Not measured here. The (dimension x seed) fits of a cell are sharded over
+all devices (``core.Sweep``) and checkpointed every 1000 steps, so a preempted
+cell resumes from its last checkpoint.
 """
 
 from experiments.margins.configs import default
@@ -29,5 +30,6 @@ def get_config():
   c.critical_restarts = 4
   c.critical_steps = 5000
   c.chunk = 1000  # an orbax checkpoint every 1000 steps inside each fitted cell
-  c.claims = default.claims_for(c)  # the same rules; preconditions on this (n, k, d) grid
+  # the same rules; preconditions on this (n, k, d) grid
+  c.claims = default.claims_for(c)
   return c

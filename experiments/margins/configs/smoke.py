@@ -1,6 +1,7 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.margins.main --config=experiments/margins/configs/smoke.py --workdir=runs/margins_smoke
+python -m experiments.margins.main --config=experiments/margins/configs/smoke.py
+--workdir=runs/margins_smoke
 """
 
 from experiments.margins.configs import default
@@ -20,6 +21,8 @@ def get_config():
   c.critical_n_max = 4
   c.critical_restarts = 1
   c.critical_steps = 200
-  c.refine_threshold = False  # the bisection is tested on its own (test_experiment.py)
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # the bisection is tested on its own (test_experiment.py)
+  c.refine_threshold = False
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

@@ -1,6 +1,8 @@
-"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``): no e5, tiny pools.
+"""Seconds-long smoke setting (tests, notebook, ``reproduce --quick``): no e5,
+tiny pools.
 
-python -m experiments.mlaire.main --config=experiments/mlaire/configs/smoke.py --workdir=runs/mlaire_smoke
+python -m experiments.mlaire.main --config=experiments/mlaire/configs/smoke.py
+--workdir=runs/mlaire_smoke
 """
 
 from experiments.mlaire.configs import default
@@ -19,5 +21,6 @@ def get_config():
   c.seeds = 2
   c.use_e5 = False
   c.lambdas = ()
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

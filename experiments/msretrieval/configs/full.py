@@ -3,12 +3,13 @@
   python -m experiments.msretrieval.main --config=experiments/msretrieval/configs/full.py \
       --workdir=runs/msretrieval_full
 
-The reference's encoder sizes (MLP 2 x 1024, embedding 1024, 4096-bit fingerprints, bins of
-0.1 Da up to 1005 m/z), 256-candidate pools and 20,000 steps of batch 64, still on the bundled
-molecules with simulated spectra (MassSpecGym itself: read it with
-``jaxpapers.msretrieval.read_massspecgym`` from a data_dir; not wired into this binary).
-Objective x seed runs are sharded over all devices by ``core.Sweep`` and checkpointed every
-2,000 steps. Expected: under an hour on one modern accelerator. Not measured here.
+The reference's encoder sizes (MLP 2 x 1024, embedding 1024, 4096-bit
+fingerprints, bins of 0.1 Da up to 1005 m/z), 256-candidate pools and 20,000
+steps of batch 64, still on the bundled molecules with simulated spectra
+(MassSpecGym itself: read it with ``jaxpapers.msretrieval.read_massspecgym``
+from a data_dir; not wired into this binary). Objective x seed runs are sharded
+over all devices by ``core.Sweep`` and checkpointed every 2,000 steps. Expected:
+under an hour on one modern accelerator. Not measured here.
 """
 
 from experiments.msretrieval.configs import default

@@ -1,6 +1,8 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.msretrieval.main --config=experiments/msretrieval/configs/smoke.py --workdir=runs/msretrieval_smoke
+python -m experiments.msretrieval.main
+--config=experiments/msretrieval/configs/smoke.py
+--workdir=runs/msretrieval_smoke
 """
 
 from experiments.msretrieval.configs import default
@@ -30,5 +32,6 @@ def get_config():
       chunk=0,  # one fused program (init + all steps): one compile
     )
   )
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

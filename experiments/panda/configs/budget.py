@@ -1,16 +1,19 @@
-"""Equal-parameter, equal-trial search at the paper's epochs (``experiments/panda/search.py``).
+"""Equal-parameter, equal-trial search at the paper's epochs
+(``experiments/panda/search.py``).
 
   XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \\
   python -m experiments.panda.main --config=experiments/panda/configs/budget.py \\
       --workdir=runs/panda_budget --config.data_dir=../shared/data
 
-``configs/search.py`` with the budget the paper's protocol implies, decided before the run: 20
-seeded draws per (dataset, backbone, arm), the same for both arms; each PANDA trial's width set
-so that its parameter count is the vanilla draw's within 10% (:func:`jaxpapers.panda.match_hidden`);
-500 epochs; Texas, Cornell and email-Enron run to completion (12 pairs). The claims keep
+``configs/search.py`` with the budget the paper's protocol implies, decided
+before the run: 20 seeded draws per (dataset, backbone, arm), the same for both
+arms; each PANDA trial's width set so that its parameter count is the vanilla
+draw's within 10% (:func:`jaxpapers.panda.match_hidden`); 500 epochs; Texas,
+Cornell and email-Enron run to completion (12 pairs). The claims keep
 ``default.py``'s rule with an interval over pairs and then splits
-(:func:`jaxpapers.core.cluster_bootstrap`) and preconditions that make the budget part of the
-verdict. Paper scale: all of ``search.py``'s datasets and ``--config.trials=100``.
+(:func:`jaxpapers.core.cluster_bootstrap`) and preconditions that make the
+budget part of the verdict. Paper scale: all of ``search.py``'s datasets and
+``--config.trials=100``.
 """
 
 from experiments.panda.configs import default, search
@@ -18,7 +21,12 @@ from experiments.panda.configs import default, search
 _REQUIRES = tuple(
   dict(metric=m, op=op, value=v, why=why)
   for m, op, v, why in (
-    ("coverage.trials_per_cell", ">=", 20, "each arm gets at least 20 tuning trials"),
+    (
+      "coverage.trials_per_cell",
+      ">=",
+      20,
+      "each arm gets at least 20 tuning trials",
+    ),
     ("coverage.epochs", ">=", 500, "the paper trains 500 epochs"),
     (
       "param_match.max_abs_dev",
@@ -32,23 +40,35 @@ _REQUIRES = tuple(
 
 
 def _claim(cid, statement, metric, noise, note):
-  """``configs/default.py``'s claim and rule, with this run's metric, noise and preconditions
-  in place of its parameter-matched control (the search matches parameters in every trial)."""
+  """``configs/default.py``'s claim and rule, with this run's metric, noise and
+  preconditions in place of its parameter-matched control (the search matches
+  parameters in every trial)."""
   base = {k: v for k, v in default.CLAIMS[0].items() if k != "controls"}
   return dict(
-    base, id=cid, statement=statement, metric=metric, noise=noise, requires=_REQUIRES, note=note
+    base,
+    id=cid,
+    statement=statement,
+    metric=metric,
+    noise=noise,
+    requires=_REQUIRES,
+    note=note,
   )
 
 
 CLAIMS = (
   _claim(
     "mean_gain",
-    "plugging PANDA into hypergraph backbones improves test accuracy on average, at equal "
-    "parameters and trials",
+    (
+      "plugging PANDA into hypergraph backbones improves test accuracy on "
+      "average, at equal parameters and trials"
+    ),
     "mean_improvement_pp",
     "derived.mean_improvement_cluster95_half_pp",
-    "mean over (dataset, backbone) pairs of PANDA - vanilla test accuracy; noise = half-width "
-    "of the 95% two-level bootstrap interval (pairs, then splits)",
+    (
+      "mean over (dataset, backbone) pairs of PANDA - vanilla test accuracy; "
+      "noise = half-width of the 95% two-level bootstrap interval (pairs, "
+      "then splits)"
+    ),
   ),
   _claim(
     "mean_gain_without_telegram",
@@ -66,6 +86,7 @@ def get_config():
   c.trials = 20
   c.epochs = 500
   c.match_params = True
-  c.max_cpu_s = 0.0  # run to completion: the pairs judged are the 12 declared ones
+  # run to completion: the pairs judged are the 12 declared ones
+  c.max_cpu_s = 0.0
   c.claims = CLAIMS
   return c

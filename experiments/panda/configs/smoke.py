@@ -1,4 +1,5 @@
-"""Smoke setting (seconds, compile-dominated): tests, notebook, ``reproduce --quick``.
+"""Smoke setting (seconds, compile-dominated): tests, notebook,
+``reproduce --quick``.
 
   python -m experiments.panda.main --config=experiments/panda/configs/smoke.py \
       --workdir=/tmp/panda_smoke
@@ -25,5 +26,6 @@ def get_config():
       fast_compile=True,  # compile-dominated at this size
     )
   )
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

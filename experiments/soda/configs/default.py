@@ -1,7 +1,8 @@
-"""CPU-scale SODA reproduction: does the tuned weight decay move with the horizon, and does SODA
-(learning rate tuned, nothing else) keep up with a learning-rate x weight-decay-tuned base at
-every horizon? The digits MLP (64-128-128-10) over horizons spanning 32x (250 to 8000 steps);
-the claims' metric is the test NLL. The grids, stages and seeds are explained in the README.
+"""CPU-scale SODA reproduction: does the tuned weight decay move with the
+horizon, and does SODA (learning rate tuned, nothing else) keep up with a
+learning-rate x weight-decay-tuned base at every horizon? The digits MLP
+(64-128-128-10) over horizons spanning 32x (250 to 8000 steps); the claims'
+metric is the test NLL. The grids, stages and seeds are explained in the README.
 
   python -m experiments.soda.main --config=experiments/soda/configs/default.py --workdir=runs/soda
 """
@@ -17,7 +18,8 @@ def get_config():
   config.seed = 0
   config.digits = _digits()
   config.lm = _lm()
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed
+  # before the run.
   config.claims = claims_for("digits", config.digits, WHAT)
   config.report = REPORT
   return config
@@ -37,16 +39,16 @@ def _digits():
       adamw_lrs=(1e-3, 3e-3, 1e-2),
       adamw_wds=(0.0, 0.1, 1.0, 10.0),
       soda_adamw_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1),
-      # Muon arms: planned as below when the AdamW arms were run, switched on (with the reduced
-      # horizons and seeds) before any Muon result was seen.
+      # Muon arms: planned as below when the AdamW arms were run, switched on
+      # (with the reduced horizons and seeds) before any Muon result was seen.
       muon_lrs=(3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
       muon_adam_lr=3e-3,
       muon_wds=(0.0, 0.03, 0.3, 3.0),
       soda_muon_lrs=(1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1),
-      # The grid's history, stage by stage (``grid.cell_blocks``; README: "the grids"): the first
-      # run's grid, ``+ext`` past every edge its optima sat at, ``+ext2`` past the two edges
-      # still hit at T = 4000. Earlier stages' cells are reused as stored; every stage uses the
-      # same seeds.
+      # The grid's history, stage by stage (``grid.cell_blocks``; README: "the
+      # grids"): the first run's grid, ``+ext`` past every edge its optima sat
+      # at, ``+ext2`` past the two edges still hit at T = 4000. Earlier stages'
+      # cells are reused as stored; every stage uses the same seeds.
       cell_stages=(
         (
           "",
@@ -80,15 +82,18 @@ def _digits():
 
 
 def _lm():
-  """The byte-level LM task, disabled here (run by ``full.py`` on an accelerator)."""
+  """The byte-level LM task, disabled here (run by ``full.py`` on an
+  accelerator)."""
   return ml_collections.ConfigDict(
     dict(
       enabled=False,
       text_path="",  # '' = pydoc_data.topics (bundled with CPython)
-      # Tokenised shards instead of bytes: '*train*.bin' / '*val*.bin' files under data_dir (the
-      # reference run's FineWeb layout, see jaxpapers.soda.read_token_shard); '' = use text_path.
+      # Tokenised shards instead of bytes: '*train*.bin' / '*val*.bin' files
+      # under data_dir (the reference run's FineWeb layout, see
+      # jaxpapers.soda.read_token_shard); '' = use text_path.
       data_dir="",
-      vocab=50304,  # with data_dir: GPT-2's 50257 ids padded to a multiple of 128
+      # with data_dir: GPT-2's 50257 ids padded to a multiple of 128
+      vocab=50304,
       max_train_tokens=0,  # 0 = every train shard
       max_val_tokens=10_000_000,
       d_model=32,
@@ -112,11 +117,12 @@ def _lm():
       val_windows=256,
       chunk=100,
       checkpoint_every=4,
-      # Devices per run on a 'data' mesh axis (batch split, parameters replicated); 1 = whole
-      # runs per device, 0 = the devices runs-only sharding leaves idle
-      # (jaxpapers.soda.grid_mesh).
+      # Devices per run on a 'data' mesh axis (batch split, parameters
+      # replicated); 1 = whole runs per device, 0 = the devices runs-only
+      # sharding leaves idle (jaxpapers.soda.grid_mesh).
       data_parallel=1,
-      microbatches=1,  # gradient accumulation over this many slices of each step's batch
+      # gradient accumulation over this many slices of each step's batch
+      microbatches=1,
       eval_batch=0,  # validation windows per evaluated chunk (0 = all at once)
     )
   )
@@ -127,7 +133,12 @@ def _figures(task, ylabel):
   v = f"view.tasks.{task}"
   per_horizon = dict(xlabel="horizon T (steps)", logx=True, xticks=True)
   method = lambda key, style, what: R.Series(
-    over=f"{v}.arms", x="horizons", y=key, err=f"{key}_std", style=style, label=what
+    over=f"{v}.arms",
+    x="horizons",
+    y=key,
+    err=f"{key}_std",
+    style=style,
+    label=what,
   )
   return (
     R.Figure(
@@ -136,7 +147,11 @@ def _figures(task, ylabel):
         title=f"{task}: tuned weight decay vs horizon",
         ylabel="best weight decay (optax units; 0 drawn at the bottom)",
         logy=True,
-        series=(R.Series(over=f"{v}.arms", x="horizons", y="best_wd", label="{key}"),),
+        series=(
+          R.Series(
+            over=f"{v}.arms", x="horizons", y="best_wd", label=("{key}")
+          ),
+        ),
         **per_horizon,
       ),
       R.Panel(
@@ -160,7 +175,9 @@ def _figures(task, ylabel):
         ylabel=f"{{{v}.metric}}",
         logx=True,
         series=(
-          R.Series(over="arms", x="wds", y="best", label="{key} (best lr per wd)"),
+          R.Series(
+            over="arms", x="wds", y="best", label=("{key} (best lr per wd)")
+          ),
           R.Series(
             over="arms",
             x="soda.x",
@@ -181,43 +198,59 @@ def _figures(task, ylabel):
         title=f"{task}: curves of the best run per family, longest horizon",
         xlabel="step",
         ylabel=ylabel,
-        series=(R.Series(over=f"metrics.{task}.curves", x="steps", y="curve", label="{key}"),),
+        series=(
+          R.Series(
+            over=f"metrics.{task}.curves", x="steps", y="curve", label=("{key}")
+          ),
+        ),
       ),
       size=(5.5, 3.6),
-      when=f"metrics.{task}.curves",  # not in records written before the curves were kept
+      # not in records written before the curves were kept
+      when=f"metrics.{task}.curves",
     ),
   )
 
 
-# The tables and figures, over experiments.soda.evaluate:report_view (one table per task).
+# The tables and figures, over experiments.soda.evaluate:report_view (one table
+# per task).
 REPORT = R.Report(
   view="experiments.soda.evaluate:report_view",
   tables=(
     R.Table(
       each="view.tasks",
-      title="**{key}** ({metric}, mean±std over seeds; (lr, wd) of the best cell; horizons "
-      "{horizons}, {seeds} seeds{muon})",
+      title=(
+        "**{key}** ({metric}, mean±std over seeds; (lr, wd) of the best cell; "
+        "horizons {horizons}, {seeds} seeds{muon})"
+      ),
       over="rows",
       columns=(
         R.Column("T", "{key}"),
         R.Column(
-          "[v]", "{c.[i].metric:.4f}±{c.[i].metric_std:.4f} ({c.[i].hp})", over="cols", missing="-"
+          "[v]",
+          "{c.[i].metric:.4f}±{c.[i].metric_std:.4f} ({c.[i].hp})",
+          over=("cols"),
+          missing=("-"),
         ),
       ),
     ),
   ),
-  figures=(*_figures("digits", "test NLL (nats)"), *_figures("lm", "val bits/char")),
+  figures=(
+    *_figures("digits", "test NLL (nats)"),
+    *_figures("lm", "val bits/char"),
+  ),
 )
 
 
 def _inside(task, base, name, horizons, *, soda=True):
-  """Preconditions that no tuned optimum lies at an edge of its grid at each of ``horizons``.
+  """Preconditions that no tuned optimum lies at an edge of its grid at each of
+  ``horizons``.
 
-  ``metrics.<task>.grid_edges.<base>.<T>`` (``jaxpapers.soda.grid_edges``) counts, at horizon ``T``, the
-  optima at an edge of the values that were run: the base's learning rate (either end) and
-  weight decay (top end; 0 bounds the search space), and with ``soda`` SODA's learning rate.
-  An optimum at an edge may lie beyond the grid, so that arm is not tuned there; each horizon is
-  its own precondition, so the verdict lists which horizons pass.
+  ``metrics.<task>.grid_edges.<base>.<T>`` (``jaxpapers.soda.grid_edges``)
+  counts, at horizon ``T``, the optima at an edge of the values that were run:
+  the base's learning rate (either end) and weight decay (top end; 0 bounds the
+  search space), and with ``soda`` SODA's learning rate. An optimum at an edge
+  may lie beyond the grid, so that arm is not tuned there; each horizon is its
+  own precondition, so the verdict lists which horizons pass.
   """
   key = "at_edge" if soda else "base_at_edge"
   arms = f"{name}'s lr and wd" + (f" and SODA({name})'s lr" if soda else "")
@@ -236,52 +269,77 @@ def _wd_moves(task, base, name, what, task_cfg, span="32x"):
   horizons = base_horizons(task_cfg, base)
   return dict(
     id=f"{task}_{base}_best_wd_moves_with_horizon",
-    statement=f"The best weight decay of {name} tuned over learning rate x weight decay moves "
-    f"with the training horizon ({what}, horizons spanning {span})",
-    paper_text="the motivation of the 1/k schedule: the right weight decay depends on the "
-    "training horizon, so it must be re-tuned (abstract: 'eliminates weight decay tuning')",
+    statement=(
+      f"The best weight decay of {name} tuned over learning rate x weight "
+      f"decay moves with the training horizon ({what}, "
+      f"horizons spanning {span})"
+    ),
+    paper_text=(
+      "the motivation of the 1/k schedule: the right weight decay depends on "
+      "the training horizon, so it must be re-tuned (abstract: "
+      "'eliminates weight decay tuning')"
+    ),
     metric=f"derived.{task}_{base}_wd_transfer_penalty_in_std",
     direction="higher",
     held=1.0,
     unit="std",
     fmt="+.2f",
-    # The penalty compares the tuned (lr, wd) of the shortest and the longest horizon: a move
-    # of the optimum can only be seen if the grid brackets it at both ends.
-    requires=_inside(task, base, name, (min(horizons), max(horizons)), soda=False),
-    note="the larger of: the loss at the longest horizon with the weight decay tuned at the "
-    "shortest (best lr for it) minus the best loss there, and the same with the ends swapped, "
-    "in combined seed std; held when a weight decay tuned at one end costs more than one std "
-    "at the other (0 when one weight decay is best at both ends)",
+    # The penalty compares the tuned (lr, wd) of the shortest and the longest
+    # horizon: a move of the optimum can only be seen if the grid brackets it at
+    # both ends.
+    requires=_inside(
+      task, base, name, (min(horizons), max(horizons)), soda=False
+    ),
+    note=(
+      "the larger of: the loss at the longest horizon with the weight decay "
+      "tuned at the shortest (best lr for it) minus the best loss there, "
+      "and the same with the ends swapped, in combined seed std; "
+      "held when a weight decay tuned at one end costs more than one std at "
+      "the other (0 when one weight decay is best at both ends)"
+    ),
   )
 
 
-def _match_or_beat(task, base, name, what, task_cfg, trivial="class-prior predictor, test NLL"):
+def _match_or_beat(
+  task, base, name, what, task_cfg, trivial=("class-prior predictor, test NLL")
+):
   horizons = base_horizons(task_cfg, base)
   return dict(
     id=f"{task}_{base}_matches_tuned_wd",
-    statement=f"SODA({name}) without weight decay (learning rate tuned) matches or beats {name} "
-    f"tuned over learning rate x weight decay at every horizon ({what})",
-    paper_text="matches or beats a tuned weight decay at every horizon, no decay "
-    "hyperparameter (abstract; tables not available)",
+    statement=(
+      f"SODA({name}) without weight decay (learning rate tuned) matches or "
+      f"beats {name} tuned over learning rate x weight decay at every horizon "
+      f"({what})"
+    ),
+    paper_text=(
+      "matches or beats a tuned weight decay at every horizon, "
+      "no decay hyperparameter (abstract; tables not available)"
+    ),
     metric=f"derived.{task}_{base}_worst_gap_in_std",
     direction="higher",
     held=-1.0,
     unit="std",
     fmt="+.2f",
-    # The worst gap is a minimum over horizons, so every horizon's comparison must be one of two
-    # tuned arms: both optima inside their grids.
+    # The worst gap is a minimum over horizons, so every horizon's comparison
+    # must be one of two tuned arms: both optima inside their grids.
     requires=_inside(task, base, name, horizons),
     baselines={
-      f"horizons where SODA beats {name} wd=0 (fraction)": f"derived.{task}_{base}_beats_wd0_fraction",
+      f"horizons where SODA beats {name} wd=0 (fraction)": (
+        f"derived.{task}_{base}_beats_wd0_fraction"
+      ),
       trivial: f"{task}.trivial.{TRIVIAL_KEY[task]}",
     },
-    note="worst horizon's (best SODA - best tuned base), signed so > 0 favours SODA, in "
-    "combined seed std; held when SODA is nowhere worse by more than one std",
+    note=(
+      "worst horizon's (best SODA - best tuned base), "
+      "signed so > 0 favours SODA, in combined seed std; "
+      "held when SODA is nowhere worse by more than one std"
+    ),
   )
 
 
 def claims_for(task, task_cfg, what):
-  """The four claims of one task (AdamW and Muon bases), with the task's grids as preconditions."""
+  """The four claims of one task (AdamW and Muon bases), with the task's grids
+  as preconditions."""
   return (
     _wd_moves(task, "adamw", "AdamW", what, task_cfg, span="32x"),
     _wd_moves(task, "muon", "Muon", what, task_cfg, span="16x"),

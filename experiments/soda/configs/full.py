@@ -1,19 +1,20 @@
-"""Paper-scale setting for an accelerator host (not run in CI or on CPU; not run by us).
+"""Paper-scale setting for an accelerator host (not run in CI or on CPU; not run
+by us).
 
   python -m experiments.soda.main --config=experiments/soda/configs/full.py \
       --config.lm.data_dir=/path/to/fineweb10B --workdir=runs/soda_full
 
-The horizon study on a GPT-2-small-sized LM (12 layers, d = 768, context 1024, vocabulary 50304)
-over FineWeb token shards in ``lm.data_dir`` (the reference run's layout,
-``jaxpapers.soda.read_token_shard``), batch 64 x 1024 tokens, horizons 510 / 1600 / 5100 steps,
-2 seeds.
-Checkpoints every 1000 steps inside a run; ``data_parallel = 0`` splits each run's batch over the
-devices a small grid leaves idle (``jaxpapers.soda.grid_mesh``); ``microbatches = 16``
-accumulates the gradient over slices of 4 sequences. Memory per device, estimated (not
-measured): about 5.9 GB of optimizer state per run of the AdamW group (163M parameters, AdamW and
-SODA(AdamW) states) plus about 2 GB of activations per sequence: about 55 GB for the 30-run AdamW
-grid on 8 devices; shrink the grids (``--config.lm.adamw_lrs='(1.8e-3,)'``) or raise
-``lm.microbatches`` to fit.
+The horizon study on a GPT-2-small-sized LM (12 layers, d = 768, context 1024,
+vocabulary 50304) over FineWeb token shards in ``lm.data_dir`` (the reference
+run's layout, ``jaxpapers.soda.read_token_shard``), batch 64 x 1024 tokens,
+horizons 510 / 1600 / 5100 steps, 2 seeds. Checkpoints every 1000 steps inside a
+run; ``data_parallel = 0`` splits each run's batch over the devices a small grid
+leaves idle (``jaxpapers.soda.grid_mesh``); ``microbatches = 16`` accumulates
+the gradient over slices of 4 sequences. Memory per device, estimated (not
+measured): about 5.9 GB of optimizer state per run of the AdamW group (163M
+parameters, AdamW and SODA(AdamW) states) plus about 2 GB of activations per
+sequence: about 55 GB for the 30-run AdamW grid on 8 devices; shrink the grids
+(``--config.lm.adamw_lrs='(1.8e-3,)'``) or raise ``lm.microbatches`` to fit.
 Expected cost: about 2e19 FLOPs for the whole grid (GPU-days).
 """
 
@@ -48,13 +49,16 @@ def get_config():
       cooldown_frac=0.28,
       val_windows=512,
       chunk=10,  # divides every horizon
-      checkpoint_every=100,  # an orbax checkpoint every 1000 steps inside each run
-      data_parallel=0,  # split the batch over the devices a small grid leaves idle
+      # an orbax checkpoint every 1000 steps inside each run
+      checkpoint_every=100,
+      # split the batch over the devices a small grid leaves idle
+      data_parallel=0,
       microbatches=16,  # 4 sequences per accumulated slice
       eval_batch=8,  # validation windows per chunk (512 windows: 64 chunks)
     )
   )
-  # The default config's claims, re-declared for the LM (bits per token, lower is better).
+  # The default config's claims, re-declared for the LM (bits per token, lower
+  # is better).
   config.claims = tuple(
     c
     for base, name in (("adamw", "AdamW"), ("muon", "Muon"))

@@ -1,6 +1,8 @@
-"""Smoke setting of the SODA experiment: seconds; used by tests and the notebook.
+"""Smoke setting of the SODA experiment: seconds; used by tests and the
+notebook.
 
-python -m experiments.soda.main --config=experiments/soda/configs/smoke.py --workdir=/tmp/soda_smoke
+python -m experiments.soda.main --config=experiments/soda/configs/smoke.py
+--workdir=/tmp/soda_smoke
 """
 
 from experiments.soda.configs import default
@@ -40,5 +42,6 @@ def get_config():
       chunk=20,
     )
   )
-  config.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  config.issue_verdicts = False
   return config

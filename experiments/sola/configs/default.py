@@ -2,11 +2,12 @@
 
   python -m experiments.sola.main --config=experiments/sola/configs/default.py --workdir=runs/sola
 
-Teacher SmolLM2-135M-Instruct (byte-level BPE, 49,152 ids) -> a 2-layer, d = 128 student with
-a 1,024-token Metaspace BPE trained here on the train split. Text: the standard library's
-pydoc topics split by document (10% calibration, 70% train, 20% held-out), windows of about
-240 characters cut at a common MCC boundary to 64 tokens per side; code transfer on
-standard-library source. Five methods (CE only, ULD, MinED-style, SOLA, SOLA with lexical cost), 3 seeds each,
+Teacher SmolLM2-135M-Instruct (byte-level BPE, 49,152 ids) -> a 2-layer, d = 128
+student with a 1,024-token Metaspace BPE trained here on the train split. Text:
+the standard library's pydoc topics split by document (10% calibration, 70%
+train, 20% held-out), windows of about 240 characters cut at a common MCC
+boundary to 64 tokens per side; code transfer on standard-library source. Five
+methods (CE only, ULD, MinED-style, SOLA, SOLA with lexical cost), 3 seeds each,
 the same steps, batch and distilled positions.
 """
 
@@ -34,7 +35,8 @@ def get_config():
       kc=32,  # teacher top-K_c cached per position
       k=8,  # top-k per side of the local support
       r=4,  # neighbours per id in the cost tables
-      kd_blocks=24,  # aligned pairs distilled per window per step (every KD method)
+      # aligned pairs distilled per window per step (every KD method)
+      kd_blocks=24,
       epsilon=0.05,
       iters=20,
       lam=1.0,
@@ -47,16 +49,18 @@ def get_config():
       methods=("ce", "uld", "mined", "sola", "sola_lexical"),
     )
   )
-  # True: the direct baselines in one vmapped program, every run computing every baseline
-  # loss (the layout of the committed SmolLM2 runs; the same students).
+  # True: the direct baselines in one vmapped program, every run computing every
+  # baseline loss (the layout of the committed SmolLM2 runs; the same students).
   c.joint_baselines = False
-  # The claims and the rules that decide them (jaxpapers.core.claims), fixed before the run.
+  # The claims and the rules that decide them (jaxpapers.core.claims), fixed
+  # before the run.
   c.claims = CLAIMS
   c.report = REPORT
   return c
 
 
-_METHODS = "view.methods"  # experiments.sola.train.report_view: each method with its label
+# experiments.sola.train.report_view: each method with its label
+_METHODS = "view.methods"
 REPORT = R.Report(
   view="experiments.sola.train:report_view",
   tables=(
@@ -69,7 +73,15 @@ REPORT = R.Report(
         R.Column("coverage", "coverage_cell", ".3f"),
         R.Column("s / step / seed", "s_per_step_seed", ".3f"),
       ),
-      extra_rows=(("teacher (reference)", "{metrics.data.teacher_bpb_eval:.3f}", "", "", ""),),
+      extra_rows=(
+        (
+          "teacher (reference)",
+          "{metrics.data.teacher_bpb_eval:.3f}",
+          "",
+          "",
+          "",
+        ),
+      ),
     ),
   ),
   figures=(
@@ -78,7 +90,10 @@ REPORT = R.Report(
       R.Panel(
         kind="bars",
         ylabel="student bits per byte (lower is better)",
-        title="{metrics.data.teacher} -> {metrics.data.student_vocab}-token BPE student",
+        title=(
+          "{metrics.data.teacher} -> {metrics.data.student_vocab}-token BPE "
+          "student"
+        ),
         lines=(),
         series=(
           R.Series(
@@ -115,18 +130,23 @@ REPORT = R.Report(
 
 
 _NOISE = (
-  "; noise half-width = 2 * sqrt((sd_SOLA^2 + sd_ref^2) / seeds) (about a 95% interval of the "
-  "difference of seed means); inside it the verdict is inconclusive (a tie)"
+  "; noise half-width = 2 * sqrt((sd_SOLA^2 + sd_ref^2) / seeds) (about a 95% "
+  "interval of the difference of seed means); inside it the verdict is "
+  "inconclusive (a tie)"
 )
-CTKD_TEXT = "SOLA outperforms direct cross-tokenizer baselines (abstract; no number public)"
+CTKD_TEXT = (
+  "SOLA outperforms direct cross-tokenizer baselines (abstract; "
+  "no number public)"
+)
 CE_TEXT = (
-  "implicit: distillation should help; E-SCOT reports that many CTKD methods do not beat plain "
-  "fine-tuning at low vocabulary overlap"
+  "implicit: distillation should help; E-SCOT reports that many CTKD methods "
+  "do not beat plain fine-tuning at low vocabulary overlap"
 )
 
 
 def sola_claim(id, vs, statement, paper_text, note):
-  """SOLA's seed-mean held-out BPB minus ``vs``'s (``derived.sola_minus_<vs>_bpb``) is < 0."""
+  """SOLA's seed-mean held-out BPB minus ``vs``'s
+  (``derived.sola_minus_<vs>_bpb``) is < 0."""
   return dict(
     id=id,
     statement=statement,
@@ -145,15 +165,20 @@ CLAIMS = (
   sola_claim(
     "sola_beats_ctkd_baselines",
     "best_ctkd",
-    "SOLA gives lower held-out student bits per byte than the ULD and MinED-style "
-    "cross-tokenizer baselines at matched budgets",
+    (
+      "SOLA gives lower held-out student bits per byte than the ULD and "
+      "MinED-style cross-tokenizer baselines at matched budgets"
+    ),
     CTKD_TEXT,
     "SOLA's seed-mean BPB minus the better of ULD and MinED-style",
   ),
   sola_claim(
     "sola_beats_ce_only",
     "ce",
-    "SOLA gives lower held-out bits per byte than the student trained without a teacher (CE only)",
+    (
+      "SOLA gives lower held-out bits per byte than the student trained "
+      "without a teacher (CE only)"
+    ),
     CE_TEXT,
     "SOLA's seed-mean BPB minus CE-only's",
   ),

@@ -2,9 +2,10 @@
 
   python -m experiments.sola.main --config=experiments/sola/configs/full.py --workdir=runs/sola_full
 
-SmolLM2-135M teacher, a 6-layer d = 384 student with a 4,096-token BPE, 128-token windows,
-spec-sized supports (K_c = 64, k = 16, R = 8, M = 145) and 100 Sinkhorn iterations. The
-teacher cache and every method group resume from ``<workdir>``.
+SmolLM2-135M teacher, a 6-layer d = 384 student with a 4,096-token BPE,
+128-token windows, spec-sized supports (K_c = 64, k = 16, R = 8, M = 145) and
+100 Sinkhorn iterations. The teacher cache and every method group resume from
+``<workdir>``.
 """
 
 from experiments.sola.configs import default
@@ -20,7 +21,14 @@ def get_config():
       n_calib=600,
       n_eval=800,
       n_code=400,
-      code_modules=("textwrap", "string", "fractions", "heapq", "json.decoder", "argparse"),
+      code_modules=(
+        "textwrap",
+        "string",
+        "fractions",
+        "heapq",
+        "json.decoder",
+        "argparse",
+      ),
       student_vocab=4096,
       teacher_batch=32,
       kc=64,

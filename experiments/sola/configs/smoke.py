@@ -1,8 +1,10 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.sola.main --config=experiments/sola/configs/smoke.py --workdir=runs/sola_smoke
+python -m experiments.sola.main --config=experiments/sola/configs/smoke.py
+--workdir=runs/sola_smoke
 
-A random-init 1-layer teacher with a byte-level BPE of its own stands in for SmolLM2.
+A random-init 1-layer teacher with a byte-level BPE of its own stands in for
+SmolLM2.
 """
 
 from experiments.sola import train
@@ -35,8 +37,10 @@ def get_config():
     )
   )
   c.student.update(dict(d_model=16, n_layers=1, n_heads=2, ffn_dim=32))
-  # every arm of every config (the default run's methods, the ablations, the same-tokenizer
-  # reference and the ALM-style loss), so each training path runs in the test suite
+  # every arm of every config (the default run's methods, the ablations, the
+  # same-tokenizer reference and the ALM-style loss), so each training path runs
+  # in the test suite
   c.methods = train.METHODS
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c

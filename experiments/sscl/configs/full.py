@@ -3,9 +3,10 @@
   python -m experiments.sscl.main --config=experiments/sscl/configs/full.py \
       --workdir=runs/sscl_full
 
-The default's code path, claims, colour classes and "instance" VFM proxy at 64 x 64 pixels,
-40k training images, a 6-block ViT of width 256, 20k CLIP steps and 2k fine-tuning steps per
-arm, 5 seeds; resumable from its stored cells and chunk checkpoints.
+The default's code path, claims, colour classes and "instance" VFM proxy at 64 x
+64 pixels, 40k training images, a 6-block ViT of width 256, 20k CLIP steps and
+2k fine-tuning steps per arm, 5 seeds; resumable from its stored cells and chunk
+checkpoints.
 """
 
 from experiments.sscl.configs import default

@@ -1,6 +1,7 @@
 """Seconds-long smoke setting (tests, notebook, ``reproduce --quick``).
 
-python -m experiments.sscl.main --config=experiments/sscl/configs/smoke.py --workdir=runs/sscl_smoke
+python -m experiments.sscl.main --config=experiments/sscl/configs/smoke.py
+--workdir=runs/sscl_smoke
 """
 
 from experiments.sscl.configs import default
@@ -23,5 +24,6 @@ def get_config():
   c.finetune_batch = 4
   c.n_views = 2
   c.seeds = 2
-  c.issue_verdicts = False  # claims inherited from default.py; a smoke run judges none
+  # claims inherited from default.py; a smoke run judges none
+  c.issue_verdicts = False
   return c
