@@ -181,21 +181,27 @@ def test_cores_busy_reads_the_fastest_wall_block():
   assert lm_context._cores_busy(m) == pytest.approx(1.9)
 
 
+class _Clock:
+  """A matmul clock of 100 FLOP/s."""
+
+  flops = 100.0
+
+
+# Measured times of a prefill of 200 FLOPs and of its parts, and the parts'
+# (shapes, FLOPs, count), for the fraction arithmetic.
+_MEAS = {
+  "matmul": {"wall_s": 1.0, "cpu_s": 2.0},
+  "prefill": {"wall_s": 4.0, "cpu_s": 6.0},
+  "projections": {"wall_s": 1.0, "cpu_s": 1.5},
+  "logits": {"wall_s": 0.5, "cpu_s": 0.5},
+}
+_PARTS = {"projections": (None, 50.0, 2), "logits": (None, 10.0, 1)}
+
+
 def test_fractions_share_one_reference_rate():
   """The prefill over its cap is the cap's time over the prefill's: the dot
   cancels."""
-
-  class Clock:
-    flops = 100.0
-
-  meas = {
-    "matmul": {"wall_s": 1.0, "cpu_s": 2.0},
-    "prefill": {"wall_s": 4.0, "cpu_s": 6.0},
-    "projections": {"wall_s": 1.0, "cpu_s": 1.5},
-    "logits": {"wall_s": 0.5, "cpu_s": 0.5},
-  }
-  parts = {"projections": (None, 50.0, 2), "logits": (None, 10.0, 1)}
-  f = lm_context._fractions(meas, parts, 200.0, Clock())
+  f = lm_context._fractions(_MEAS, _PARTS, 200.0, _Clock())
   assert f["fraction"] == pytest.approx(200 / 4 / 100)
   assert f["cpu_fraction"] == pytest.approx(200 / 6 / 50)
   assert f["matmul_ceiling_fraction"] == pytest.approx(200 / 2.5 / 100)
@@ -226,18 +232,8 @@ def test_weight_copies_copy_every_layer_of_the_stacked_weights(config):
 
 
 def test_the_cap_with_weight_copies_adds_their_time():
-  class Clock:
-    flops = 100.0
-
-  meas = {
-    "matmul": {"wall_s": 1.0, "cpu_s": 2.0},
-    "prefill": {"wall_s": 4.0, "cpu_s": 6.0},
-    "weight_copies": {"wall_s": 0.5, "cpu_s": 1.0},
-    "projections": {"wall_s": 1.0, "cpu_s": 1.5},
-    "logits": {"wall_s": 0.5, "cpu_s": 0.5},
-  }
-  parts = {"projections": (None, 50.0, 2), "logits": (None, 10.0, 1)}
-  f = lm_context._fractions(meas, parts, 200.0, Clock())
+  meas = dict(_MEAS, weight_copies={"wall_s": 0.5, "cpu_s": 1.0})
+  f = lm_context._fractions(meas, _PARTS, 200.0, _Clock())
   # products only
   assert f["matmul_ceiling_fraction"] == pytest.approx(200 / 2.5 / 100)
   assert f["matmul_ceiling_with_copies_fraction"] == pytest.approx(
