@@ -160,23 +160,10 @@ def main(argv=None):
     )
     return jax.tree.map(np.asarray, g)
 
-  def score(g):  # detect_heads' host-side scoring of each trial
-    for b, trial in enumerate(batch):
-      n = int(g.num_steps[b])
-      locos.score_generation(
-        params=params,
-        config=cfg,
-        trial=trial,
-        tokenizer=tok,
-        gen_ids=[int(i) for i in g.tokens[b, :n]],
-        attn=g.attn[b, :n].astype(np.float64),
-        values=g.values[b],
-        key_pos=g.key_pos[b],
-        key_valid=g.key_valid[b],
-        prompt_len=len(trial.prompt_ids),
-        rouge_threshold=0.5,
-        contrastive_top_k=None,
-      )
+  def score(g):  # detect_heads' host-side scoring of the batch
+    locos.score_batch(
+      g, batch, params=params, config=cfg, tokenizer=tok, rouge_threshold=0.5
+    )
 
   det = []
   for _ in range(2):

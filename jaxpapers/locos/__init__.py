@@ -51,6 +51,7 @@ from jaxpapers.locos._scores import (
   rank_heads,
   rouge1_recall,
   rouge_l,
+  score_batch,
   score_generation,
   top_heads,
 )
@@ -89,6 +90,7 @@ __all__ = [
   "phi_per_position",
   "random_heads",
   "rank_heads",
+  "score_batch",
   "score_generation",
   "rouge1_recall",
   "rouge_l",

@@ -595,29 +595,89 @@ def detect_heads(
         capture_attn=True,
         capture_values=True,
       )
-      g = jax.tree.map(np.asarray, g)
-      for b, j in enumerate(chunk_idx):
-        trial = trials[j]
-        n = int(g.num_steps[b])
-        per_trial[j] = score_generation(
-          params=params,
-          config=config,
-          trial=trial,
-          tokenizer=tokenizer,
-          gen_ids=[int(i) for i in g.tokens[b, :n]],
-          attn=g.attn[b, :n].astype(np.float64),
-          values=g.values[b],
-          key_pos=g.key_pos[b],
-          key_valid=g.key_valid[b],
-          prompt_len=len(trial.prompt_ids),
-          rouge_threshold=rouge_threshold,
-          contrastive_top_k=None
-          if contrastive == "mass"
-          else contrastive_top_k,
-        )
+      scored = score_batch(
+        g,
+        [trials[j] for j in chunk_idx],
+        params=params,
+        config=config,
+        tokenizer=tokenizer,
+        rouge_threshold=rouge_threshold,
+        contrastive_top_k=None if contrastive == "mass" else contrastive_top_k,
+      )
+      for j, score in zip(chunk_idx, scored, strict=True):
+        per_trial[j] = score
   scored = [s for s in per_trial if s is not None]
   assert len(scored) == len(trials)  # every trial lies in exactly one bucket
   return aggregate(scored, config), scored
+
+
+def score_batch(
+  generation: lm.Generation,
+  trials: Sequence[Trial],
+  *,
+  params: lm.Params,
+  config: lm.LMConfig,
+  tokenizer: TokenizerLike,
+  rouge_threshold: float = 0.5,
+  contrastive_top_k: int | None = None,
+) -> list[TrialScore]:
+  """Scores the first ``len(trials)`` rows of one captured generation batch.
+
+  The host-side half of :func:`detect_heads` for one batch: row b of
+  ``generation`` is trial b's greedy continuation, and
+  :func:`score_generation` scores it from the row's recorded attention and
+  values (rows past the trials, a batch's padding, are not read).
+
+  Args:
+    generation: the output of ``lm.generate(..., capture_attn=True,
+      capture_values=True)`` on the trials' left-padded prompts (B >=
+      len(trials) rows; device or NumPy arrays).
+    trials: the trials of the batch's first rows, in row order.
+    params: the LM's parameters; config: its ``LMConfig``.
+    tokenizer: decodes the generated ids.
+    rouge_threshold: see :func:`detect_heads`.
+    contrastive_top_k: the contrastive detector's top-k overlap (None: the
+      needle's mass, :func:`detect_heads`' default).
+
+  Returns:
+    One :class:`TrialScore` per trial, in the trials' order.
+
+  Raises:
+    ValueError: the generation was run without capturing attention and values,
+      or has fewer rows than there are trials.
+  """
+  trials = list(trials)
+  if generation.attn is None or generation.values is None:
+    raise ValueError(
+      "generation must be captured with capture_attn=True and "
+      "capture_values=True"
+    )
+  rows = int(np.shape(generation.tokens)[0])
+  if len(trials) > rows:
+    raise ValueError(
+      f"trials: got {len(trials)} trials for a generation of {rows} rows"
+    )
+  g = jax.tree.map(np.asarray, generation)
+  out = []
+  for b, trial in enumerate(trials):
+    n = int(g.num_steps[b])
+    out.append(
+      score_generation(
+        params=params,
+        config=config,
+        trial=trial,
+        tokenizer=tokenizer,
+        gen_ids=[int(i) for i in g.tokens[b, :n]],
+        attn=g.attn[b, :n].astype(np.float64),
+        values=g.values[b],
+        key_pos=g.key_pos[b],
+        key_valid=g.key_valid[b],
+        prompt_len=len(trial.prompt_ids),
+        rouge_threshold=rouge_threshold,
+        contrastive_top_k=contrastive_top_k,
+      )
+    )
+  return out
 
 
 def _check_prompt_ids(trials, config):

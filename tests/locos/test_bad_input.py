@@ -36,6 +36,21 @@ VALS = _rng.normal(size=(2, 5, 3)).astype(np.float32)  # [KV=2, K, dh=3]
 WO = _rng.normal(size=(4, 3, 6)).astype(np.float32)  # [H, dh, d=6]
 U = _rng.normal(size=6).astype(np.float32)
 
+# One generated row of 2 steps over S = 5 cache slots (TINY: L = 2, H = 4, KV =
+# 2, head_dim 8), without and with the attention and value capture.
+NO_CAPTURE = lm.Generation(
+  tokens=np.zeros((1, 2), np.int32),
+  num_steps=np.full((1,), 2, np.int32),
+  attn=None,
+  values=None,
+  key_pos=np.arange(5, dtype=np.int32)[None],
+  key_valid=np.ones((1, 5), bool),
+)
+CAPTURED = NO_CAPTURE._replace(
+  attn=np.zeros((1, 2, 2, 4, 5), np.float32),
+  values=np.zeros((1, 2, 2, 5, 8), np.float32),
+)
+
 CASES = [
   Case(
     "collapse_index",
@@ -194,6 +209,25 @@ CASES = [
     jit=None,
     jit_reason=GEN,
     id="detect_heads-batch",
+  ),
+  Case(
+    "score_batch",
+    locos.score_batch,
+    (NO_CAPTURE, [TRIAL]),
+    {"params": None, "config": TINY, "tokenizer": TOK},
+    match=r"generation must be captured with capture_attn=True",
+    jit=None,
+    jit_reason=HOST,
+  ),
+  Case(
+    "score_batch",
+    locos.score_batch,
+    (CAPTURED, [TRIAL, TRIAL]),
+    {"params": None, "config": TINY, "tokenizer": TOK},
+    match=r"trials: got 2 trials for a generation of 1 rows",
+    jit=None,
+    jit_reason=HOST,
+    id="score_batch-rows",
   ),
   Case(
     "locos_trial",

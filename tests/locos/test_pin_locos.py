@@ -125,6 +125,37 @@ def test_planted_heads_separate_locos_from_attention_detectors(planted):
   assert scores["locos"][0, READER] == 0.0 and scores["dla"][0, READER] == 0.0
 
 
+def test_score_batch_reads_the_trials_rows_and_skips_padding_rows(planted):
+  """One generation of the trials plus a padding row (a copy of the first
+  trial's prompt, as `detect_heads` pads a short batch), scored by
+  `score_batch`, gives `detect_heads`' per-trial scores."""
+  cfg, params, tok, trials, _, per = planted
+  rows = [t.prompt_ids for t in trials] + [trials[0].prompt_ids]
+  ids, mask = lm.left_pad(rows, length=max(map(len, rows)))
+  g = lm.generate(
+    params,
+    ids,
+    config=cfg,
+    prompt_mask=mask,
+    max_new_tokens=1,
+    stop_ids=(1,),
+    capture_attn=True,
+    capture_values=True,
+  )
+  got = locos.score_batch(g, trials, params=params, config=cfg, tokenizer=tok)
+  assert len(got) == len(trials)
+  for a, b in zip(got, per, strict=True):
+    assert (a.accepted, a.generation, a.answer_steps) == (
+      b.accepted,
+      b.generation,
+      b.answer_steps,
+    )
+    for name in b.detectors:
+      np.testing.assert_allclose(
+        a.detectors[name], b.detectors[name], rtol=1e-6, atol=1e-7
+      )
+
+
 def test_planted_heads_match_the_closed_form(planted):
   """L⁺, L⁻ and S per head from first principles (float64).
 
