@@ -551,6 +551,8 @@ def run_model(
   default all) the fraction of the matmul rate with its diagnostics; the bucket
   check at the first length."""
   rows = []
+  # The weight copies do not vary with T: one program per model.
+  copies = copy_bytes = None
   for i, T in enumerate(lengths):
     tokens = _tokens(config, T, T)
     fn = jax.jit(
@@ -576,7 +578,8 @@ def run_model(
     if timed is None or T in timed:
       load_before = os.getloadavg()
       parts = _parts(config, params, T)
-      copies, copy_bytes = weight_copies(params)
+      if copies is None:
+        copies, copy_bytes = weight_copies(params)
       fns = {
         "matmul": clock,
         "prefill": lambda: compiled(params, tokens),
