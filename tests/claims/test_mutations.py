@@ -18,6 +18,7 @@ mutant in place of its import.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import functools
 import importlib
@@ -2217,7 +2218,7 @@ def _tokens(text: str, fragment: bool) -> list[_Tok] | None:
   return toks
 
 
-def _groups(toks: list[_Tok]) -> dict[int, int]:
+def _groups(toks: collections.abc.Sequence[_Tok]) -> dict[int, int]:
   """Grouping parentheses (not a call or a subscript): opening index -> closing
   index."""
   out, stack = {}, []
@@ -2240,7 +2241,11 @@ def _groups(toks: list[_Tok]) -> dict[int, int]:
 
 
 def _match(
-  src: list[_Tok], pat: list[_Tok], i: int, gs, gp
+  src: collections.abc.Sequence[_Tok],
+  pat: list[_Tok],
+  i: int,
+  gs,
+  gp,
 ) -> list[int | None] | None:
   """pat matched at src[i:]: the source index of each pattern token (None:
   skipped).
@@ -2285,17 +2290,25 @@ def _pattern(snippet: str) -> list[_Tok] | None:
   return toks
 
 
+@functools.cache
+def _module_tokens(src: str) -> tuple[tuple[_Tok, ...], dict[int, int]]:
+  """The tokens of a module's source and its grouping parentheses (see
+  ``_groups``), computed once per source: many mutations share a module."""
+  toks = _tokens(src, fragment=False)
+  assert toks is not None
+  return tuple(toks), _groups(toks)
+
+
 def _occurrences(
   src: str, old: str
-) -> list[tuple[list[_Tok], list[int | None]]] | None:
+) -> list[tuple[tuple[_Tok, ...], list[int | None]]] | None:
   """Token matches of ``old`` in ``src``, or None when ``old`` is matched as
   text."""
   pat = _pattern(old)
   if not pat:
     return None
-  toks = _tokens(src, fragment=False)
-  assert toks is not None
-  gs, gp = _groups(toks), _groups(pat)
+  toks, gs = _module_tokens(src)
+  gp = _groups(pat)
   found = []
   for i in range(len(toks)):
     if toks[i].key == pat[0].key or pat[0].key == ("op", "("):
